@@ -1,0 +1,3 @@
+"""siliconmix: heterogeneous placement optimizer for LLM inference."""
+
+__version__ = "0.1.0"

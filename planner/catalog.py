@@ -1,0 +1,213 @@
+"""The only reader of ``catalogs/``: hardware and model YAML files into a validated, immutable Catalog.
+
+Hardware numbers are written as sourced mappings ``{value, source, estimate}``; the loader keeps the
+value in the Device and the source in ``Device.provenance`` under the field's dotted path. A
+malformed entry raises CatalogError naming the file, the entry and the field.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any, Mapping
+
+import yaml
+from pydantic import ValidationError
+
+from planner.schema import Device, ModelArch, Provenance
+
+DEFAULT_CATALOG_DIR = Path(__file__).resolve().parent.parent / "catalogs"
+
+
+class CatalogError(ValueError):
+    """A catalog file or entry that cannot be loaded."""
+
+
+class UnknownId(KeyError):
+    """An id that is not in the catalog; the message lists the known ids."""
+
+    def __init__(self, kind: str, wanted: str, known: list[str]):
+        self.kind, self.wanted, self.known = kind, wanted, known
+        super().__init__(f"unknown {kind} {wanted!r}; known: {', '.join(known)}")
+
+    def __str__(self) -> str:
+        return self.args[0]
+
+
+@dataclass(frozen=True)
+class Catalog:
+    """Devices and models by id (read-only mappings, sorted by id)."""
+
+    devices: Mapping[str, Device]
+    models: Mapping[str, ModelArch]
+
+    def device(self, device_id: str) -> Device:
+        if device_id not in self.devices:
+            raise UnknownId("device", device_id, list(self.devices))
+        return self.devices[device_id]
+
+    def model(self, model_id: str) -> ModelArch:
+        if model_id not in self.models:
+            raise UnknownId("model", model_id, list(self.models))
+        return self.models[model_id]
+
+
+def catalog_dir() -> Path:
+    """``$SILICONMIX_CATALOG_DIR`` if set, else the repository's ``catalogs/``."""
+    return Path(os.environ.get("SILICONMIX_CATALOG_DIR", DEFAULT_CATALOG_DIR))
+
+
+@lru_cache(maxsize=8)
+def load_catalog(root: Path | None = None, apply_fit: bool = True) -> Catalog:
+    """Load and validate every hardware and model file under ``root`` (cached per directory).
+
+    With ``apply_fit``, efficiency factors fitted to published measurements
+    (``calibration/fit.yaml``) replace the hardware files' priors for the devices of each family.
+    """
+    root = Path(root) if root is not None else catalog_dir()
+    devices: dict[str, Device] = {}
+    for path in sorted((root / "hardware").glob("*.yaml")):
+        for device in _read_hardware_file(path):
+            if device.id in devices:
+                raise CatalogError(f"{path.name}: device {device.id!r} is defined twice")
+            devices[device.id] = device
+    models: dict[str, ModelArch] = {}
+    for path in sorted((root / "models").glob("*.yaml")):
+        model = _read_model_file(path)
+        if model.id in models:
+            raise CatalogError(f"{path.name}: model {model.id!r} is defined twice")
+        models[model.id] = model
+    if not devices or not models:
+        raise CatalogError(f"{root}: no hardware or no model files found")
+    fit_path = root / "calibration" / "fit.yaml"
+    if apply_fit and fit_path.exists():
+        devices = _apply_fit(fit_path, devices)
+    return Catalog(MappingProxyType(dict(sorted(devices.items()))), MappingProxyType(dict(sorted(models.items()))))
+
+
+def load_measurements(root: Path | None = None) -> list:
+    """Published measurements (``calibration/measurements.yaml``) and device families (``fit.yaml``)."""
+    from planner.calibration import Family, Measurement
+
+    root = Path(root) if root is not None else catalog_dir()
+    raw = _read_yaml(root / "calibration" / "measurements.yaml") or []
+    measurements = []
+    for i, entry in enumerate(raw):
+        try:
+            measurements.append(Measurement.model_validate(entry))
+        except ValidationError as exc:
+            raise CatalogError(f"measurements.yaml: record {i} ({entry.get('id', '?')}): {_describe(exc)}") from exc
+    fit = _read_yaml(root / "calibration" / "fit.yaml") or {}
+    families = [Family(name=f["name"], devices=tuple(f["devices"])) for f in fit.get("families", [])]
+    return measurements, families
+
+
+def write_fit(fits: list[dict], residuals: dict[str, float], date: str, root: Path | None = None) -> Path:
+    """Rewrite ``calibration/fit.yaml`` with fitted factors per family and every record's residual."""
+    root = Path(root) if root is not None else catalog_dir()
+    path = root / "calibration" / "fit.yaml"
+    header = "".join(line for line in path.read_text().splitlines(keepends=True) if line.startswith("#"))
+    from planner import __version__
+
+    body = {"date": date, "cost_model": f"siliconmix {__version__}", "families": fits,
+            "residuals_predicted_over_measured": residuals}
+    path.write_text(header + yaml.safe_dump(body, sort_keys=False, width=120))
+    load_catalog.cache_clear()
+    return path
+
+
+def _apply_fit(path: Path, devices: dict[str, Device]) -> dict[str, Device]:
+    fit = _read_yaml(path) or {}
+    out = dict(devices)
+    for family in fit.get("families", []):
+        factors = {k: family[k] for k in ("mfu", "mbu", "layer_latency_us") if k in family}
+        if not factors:
+            continue
+        source = (
+            f"fitted to {len(family.get('records', []))} published measurements, family {family['name']} "
+            f"(catalogs/calibration/fit.yaml, {fit.get('date', '?')}; {family.get('note', '')})"
+        )
+        for device_id in family["devices"]:
+            if device_id not in out:
+                raise CatalogError(f"fit.yaml: family {family['name']!r} names unknown device {device_id!r}")
+            device = out[device_id]
+            provenance = dict(device.provenance)
+            for key in factors:
+                provenance[f"efficiency.{key}"] = Provenance(source=source, estimate=False)
+            out[device_id] = device.model_copy(update={**factors, "provenance": provenance})
+    return out
+
+
+def _read_yaml(path: Path) -> Any:
+    try:
+        return yaml.safe_load(path.read_text())
+    except yaml.YAMLError as exc:
+        raise CatalogError(f"{path.name}: not valid YAML ({exc})") from exc
+
+
+def _describe(exc: ValidationError) -> str:
+    return "; ".join(f"{'.'.join(str(p) for p in e['loc']) or '(entry)'}: {e['msg']}" for e in exc.errors())
+
+
+def _read_model_file(path: Path) -> ModelArch:
+    raw = _read_yaml(path)
+    entry = raw.get("id", "?") if isinstance(raw, dict) else "?"
+    try:
+        return ModelArch.model_validate(raw)
+    except ValidationError as exc:
+        raise CatalogError(f"{path.name}: model {entry!r}: {_describe(exc)}") from exc
+
+
+def _read_hardware_file(path: Path) -> list[Device]:
+    raw = _read_yaml(path)
+    if not isinstance(raw, dict) or not isinstance(raw.get("devices"), list) or "vendor" not in raw:
+        raise CatalogError(f"{path.name}: expected a mapping with 'vendor' and a list 'devices'")
+    return [_device(path, raw["vendor"], entry) for entry in raw["devices"]]
+
+
+def _device(path: Path, vendor: str, entry: Any) -> Device:
+    entry_id = entry.get("id", "?") if isinstance(entry, dict) else "?"
+    try:
+        provenance: dict[str, Provenance] = {}
+        plain = _unwrap(entry, "", provenance)
+        node = plain.pop("node", {})
+        efficiency = plain.pop("efficiency", {})
+        flat = {
+            **plain,
+            "vendor": vendor,
+            "devices_per_node": node.get("devices_per_node"),
+            "node_overhead_w": node.get("overhead_w"),
+            "rack_units": node.get("rack_units"),
+            "mfu": efficiency.get("mfu"),
+            "mbu": efficiency.get("mbu"),
+            "layer_latency_us": efficiency.get("layer_latency_us"),
+            "provenance": provenance,
+        }
+        return Device.model_validate(flat)
+    except ValidationError as exc:
+        raise CatalogError(f"{path.name}: device {entry_id!r}: {_describe(exc)}") from exc
+    except (CatalogError, AttributeError, TypeError) as exc:
+        raise CatalogError(f"{path.name}: device {entry_id!r}: {exc}") from exc
+
+
+def _unwrap(node: Any, path: str, provenance: dict[str, Provenance]) -> Any:
+    """Replace every ``{value, source, estimate}`` mapping by its value, recording its provenance.
+
+    A bare number is an error: every catalog number carries a source.
+    """
+    if isinstance(node, dict):
+        if "value" in node:
+            extra = set(node) - {"value", "source", "estimate", "note"}
+            if extra or "source" not in node:
+                raise CatalogError(f"{path}: a sourced number needs 'value' and 'source' (got {sorted(node)})")
+            provenance[path] = Provenance(source=str(node["source"]), estimate=bool(node.get("estimate", False)))
+            return node["value"]
+        return {k: _unwrap(v, f"{path}.{k}" if path else str(k), provenance) for k, v in node.items()}
+    if isinstance(node, list):
+        return [_unwrap(v, f"{path}[{i}]", provenance) for i, v in enumerate(node)]
+    if isinstance(node, (int, float)) and not isinstance(node, bool):
+        raise CatalogError(f"{path}: the number {node} has no source (write {{value: {node}, source: ...}})")
+    return node

@@ -1,0 +1,221 @@
+"""The ``siliconmix`` command: rich tables for people, ``--json`` for machines.
+
+Exit codes: 0 ok, 1 infeasible or failed, 2 bad input (one readable line, never a traceback).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from enum import Enum
+from typing import Any, NoReturn
+
+import typer
+from pydantic import ValidationError
+from rich.console import Console
+from rich.table import Table
+
+from planner.catalog import CatalogError, UnknownId, load_catalog
+from planner.estimate import DoesNotFit, estimate
+from planner.perf.profile import UnsupportedDtype
+from planner.schema import EstimateRequest
+from planner.units import BYTES_PER_GB, PARAMS_PER_BILLION, WATTS_PER_KW
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, help="Heterogeneous placement optimizer for LLM inference.")
+# a pipe gets wide tables rather than ids wrapped at 80 columns
+console = Console() if sys.stdout.isatty() else Console(width=200)
+
+
+class CatalogKind(str, Enum):
+    hardware = "hardware"
+    models = "models"
+
+
+def fail(message: str, code: int = 2) -> NoReturn:
+    """Print one readable line on stderr and exit with ``code``."""
+    Console(stderr=True).print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
+    raise typer.Exit(code)
+
+
+def validation_line(exc: ValidationError) -> str:
+    """One line naming each wrong field, what was wrong and the given value."""
+    parts = []
+    for err in exc.errors():
+        field = ".".join(str(p) for p in err["loc"]) or "input"
+        parts.append(f"{field}: {err['msg']} (got {err.get('input')!r})")
+    return "; ".join(parts)
+
+
+def print_json(payload: Any) -> None:
+    sys.stdout.write(json.dumps(payload, indent=2) + "\n")
+
+
+def catalog_or_fail():
+    try:
+        return load_catalog()
+    except CatalogError as exc:
+        fail(f"catalog: {exc}")
+
+
+@app.command("catalog")
+def catalog_command(
+    kind: CatalogKind = typer.Argument(..., help="hardware or models"),
+    vendor: str | None = typer.Option(None, help="only this vendor (hardware)"),
+    as_json: bool = typer.Option(False, "--json", help="print JSON"),
+) -> None:
+    """List the hardware or model catalog."""
+    catalog = catalog_or_fail()
+    if kind is CatalogKind.hardware:
+        devices = [d for d in catalog.devices.values() if vendor is None or d.vendor == vendor]
+        if as_json:
+            print_json([d.model_dump(mode="json") for d in devices])
+            return
+        table = Table(title="Hardware catalog (dense peak, per device)")
+        for col in ("id", "vendor", "memory", "bandwidth TB/s", "bf16 TFLOP/s", "fp8 TFLOP/s", "TDP W", "domain", "$/h"):
+            table.add_column(col, justify="left" if col in ("id", "vendor", "memory") else "right")
+        for d in devices:
+            mem = ", ".join(f"{t.tier} {t.capacity_gb:g} GB" for t in d.memory_tiers)
+            table.add_row(
+                d.id, d.vendor, mem, f"{d.weights_memory.bandwidth_tb_s:g}",
+                _peak(d, "bf16"), _peak(d, "fp8"), f"{d.tdp_w:,.0f}", str(d.scale_up.domain_size),
+                f"{d.price_usd_per_hour:.2f}",
+            )
+        console.print(table)
+        return
+    from planner.perf.memory import active_params, kv_bytes_per_token, total_params
+
+    if as_json:
+        print_json([{**m.model_dump(mode="json"), "vendor": m.family} for m in catalog.models.values()])
+        return
+    table = Table(title="Model catalog")
+    for col in ("id", "layers", "hidden", "heads/kv", "attention", "experts", "params B", "active B", "KV B/token bf16"):
+        table.add_column(col, justify="left" if col in ("id", "attention") else "right")
+    for m in catalog.models.values():
+        experts = f"{m.moe.experts_active}/{m.moe.experts}" if m.moe else "-"
+        table.add_row(
+            m.id, str(m.layers), str(m.hidden_size), f"{m.attention_heads}/{m.kv_heads}", m.attention, experts,
+            f"{total_params(m) / PARAMS_PER_BILLION:.1f}", f"{active_params(m) / PARAMS_PER_BILLION:.1f}", f"{kv_bytes_per_token(m, 'bf16'):,.0f}",
+        )
+    console.print(table)
+
+
+def _peak(device, dtype: str) -> str:
+    value = device.peak_dense_tflops.get(dtype)
+    return "-" if value is None else f"{value:,.0f}"
+
+
+@app.command("estimate")
+def estimate_command(
+    model: str = typer.Option(..., help="model id (siliconmix catalog models)"),
+    device: str = typer.Option(..., help="device id (siliconmix catalog hardware)"),
+    tp: int = typer.Option(1, help="devices per replica (tensor parallel; chips of a pipeline on SRAM machines)"),
+    batch: int = typer.Option(1, help="concurrent sequences in a decode step"),
+    isl: int = typer.Option(2048, help="input (prompt) tokens"),
+    osl: int = typer.Option(256, help="output tokens"),
+    dtype: str = typer.Option("bf16", help="weights dtype: bf16, fp8, fp4, int8, int4"),
+    kv_dtype: str | None = typer.Option(None, help="KV-cache dtype (default: the weights dtype)"),
+    contiguous_kv: bool = typer.Option(False, "--contiguous-kv", help="reserve max context per request instead of paging"),
+    as_json: bool = typer.Option(False, "--json", help="print one JSON object"),
+) -> None:
+    """What one model costs on one device configuration (roofline model)."""
+    catalog = catalog_or_fail()
+    try:
+        request = EstimateRequest(
+            model=model, device=device, tp=tp, batch=batch, isl=isl, osl=osl,
+            dtype=dtype, kv_dtype=kv_dtype, paged_kv=not contiguous_kv,
+        )
+        result = estimate(request, catalog, require_fit=True)
+    except ValidationError as exc:
+        fail(validation_line(exc))
+    except (UnknownId, DoesNotFit, UnsupportedDtype) as exc:
+        fail(str(exc))
+    if as_json:
+        print_json(result.model_dump(mode="json"))
+        return
+    table = Table(title=f"{result.model} on {result.tp}x {result.device} ({result.dtype}, KV {result.kv_dtype})")
+    table.add_column("quantity")
+    table.add_column("value", justify="right")
+    rows = [
+        ("TTFT (prefill of isl)", f"{result.ttft_ms:,.1f} ms ({result.prefill_bound} bound)"),
+        ("TPOT (decode step)", f"{result.tpot_ms:,.2f} ms ({result.bound} bound)"),
+        ("  compute / memory / comm", f"{result.decode_compute_ms:.2f} / {result.decode_memory_ms:.2f} / {result.decode_communication_ms:.2f} ms"),
+        ("output tokens/s (replica)", f"{result.output_tokens_per_s:,.0f}"),
+        ("output tokens/s per user", f"{result.output_tokens_per_s_per_user:,.1f}"),
+        ("output tokens/s per device", f"{result.output_tokens_per_s_per_device:,.0f}"),
+        ("prefill tokens/s", f"{result.prefill_tokens_per_s:,.0f}"),
+        ("weights per device", f"{result.weights_bytes_per_device / BYTES_PER_GB:,.1f} GB"),
+        ("KV per token", f"{result.kv_bytes_per_token:,.0f} B"),
+        ("KV per request (isl+osl)", f"{result.kv_bytes_per_request / BYTES_PER_GB:,.3f} GB"),
+        ("max batch in memory", f"{result.max_batch_in_memory:,}"),
+        ("power (devices + node share)", f"{result.power_w / WATTS_PER_KW:,.2f} kW"),
+    ]
+    for name, value in rows:
+        table.add_row(name, value)
+    console.print(table)
+
+
+@app.command("calibrate")
+def calibrate_command(
+    fit: bool = typer.Option(False, "--fit", help="fit MFU, MBU and layer latency per device family"),
+    write: bool = typer.Option(False, "--write", help="with --fit: write catalogs/calibration/fit.yaml"),
+    as_json: bool = typer.Option(False, "--json", help="print JSON"),
+) -> None:
+    """The cost model against published measurements: error per record and the median APE."""
+    import datetime
+
+    from planner.calibration import compare, fit_family, median_ape
+    from planner.catalog import load_measurements, write_fit
+
+    try:
+        measurements, families = load_measurements()
+        if fit:
+            priors = load_catalog(apply_fit=False)
+            fits = [{"name": f.name, "devices": list(f.devices), **_without_family(fit_family(f, measurements, priors))}
+                    for f in families]
+            if write:
+                fitted = load_catalog(apply_fit=False)  # residuals are written for the fitted catalog below
+                date = datetime.date.today().isoformat()
+                write_fit(fits, {}, date)
+                catalog = load_catalog()
+                comparisons = compare(measurements, catalog)
+                write_fit(fits, {c.measurement.id: round(c.predicted / c.measurement.value, 3) for c in comparisons}, date)
+                del fitted
+            else:
+                console.print(fits)
+        catalog = load_catalog()
+        comparisons = compare(measurements, catalog)
+    except CatalogError as exc:
+        fail(f"catalog: {exc}")
+    if as_json:
+        print_json({
+            "median_ape_pct": median_ape(comparisons),
+            "records": [{"id": c.measurement.id, "device": c.measurement.device, "model": c.measurement.model,
+                         "regime": c.measurement.regime, "metric": c.measurement.metric, "fit_target": c.measurement.fit_target,
+                         "measured": c.measurement.value, "predicted": c.predicted, "error_pct": c.error_pct}
+                        for c in comparisons],
+        })
+        return
+    table = Table(title="Cost model vs published measurements")
+    for col in ("record", "device", "n", "regime", "metric", "measured", "predicted", "error %", "fit"):
+        table.add_column(col, justify="right" if col in ("n", "measured", "predicted", "error %") else "left")
+    for c in comparisons:
+        m = c.measurement
+        table.add_row(m.id, m.device, str(m.devices), m.regime, m.metric, f"{m.value:,.1f}", f"{c.predicted:,.1f}",
+                      f"{c.error_pct:+.0f}", "yes" if m.fit_target else "check")
+    console.print(table)
+    targets = [c for c in comparisons if c.measurement.fit_target]
+    console.print(f"median absolute percentage error: {median_ape(comparisons):.1f}% over {len(comparisons)} records "
+                  f"({median_ape(targets):.1f}% over the {len(targets)} fit targets)")
+
+
+def _without_family(fit: dict) -> dict:
+    return {k: v for k, v in fit.items() if k != "family"}
+
+
+def main() -> None:
+    """Console-script entry point."""
+    app()
+
+
+if __name__ == "__main__":
+    main()

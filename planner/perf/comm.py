@@ -1,0 +1,58 @@
+"""Collectives and transfers: all-reduce for tensor parallelism, pipeline hops, point-to-point.
+
+Times in seconds; message sizes in bytes; link bandwidth in bytes/s per direction per device;
+latency in seconds per algorithm step.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+#: activations cross links in 16-bit precision.
+ACTIVATION_BYTES = 2.0
+
+
+def ring_allreduce_s(message_bytes, devices, link_bytes_s, step_latency_s):
+    """Ring all-reduce: ``2(t−1)/t · m / bw + 2(t−1) · α``; zero for one device."""
+    t = np.asarray(devices, dtype=float)
+    steps = 2.0 * (t - 1.0)
+    return np.where(t > 1, steps / t * message_bytes / link_bytes_s + steps * step_latency_s, 0.0)
+
+
+def tree_allreduce_s(message_bytes, devices, link_bytes_s, step_latency_s):
+    """Recursive halving-doubling all-reduce: ``2(t−1)/t · m / bw + 2⌈log2 t⌉ · α``; zero for one device."""
+    t = np.asarray(devices, dtype=float)
+    log_steps = 2.0 * np.ceil(np.log2(np.maximum(t, 1.0)))
+    return np.where(t > 1, 2.0 * (t - 1.0) / t * message_bytes / link_bytes_s + log_steps * step_latency_s, 0.0)
+
+
+def allreduce_s(message_bytes, devices, link_bytes_s, step_latency_s):
+    """The faster of ring and tree, as collective libraries (NCCL, RCCL) choose per message size."""
+    return np.minimum(
+        ring_allreduce_s(message_bytes, devices, link_bytes_s, step_latency_s),
+        tree_allreduce_s(message_bytes, devices, link_bytes_s, step_latency_s),
+    )
+
+
+def tensor_parallel_comm_s(layers: int, tokens, hidden_size: int, devices, link_bytes_s, step_latency_s):
+    """Per forward pass: two all-reduces per layer (after attention, after FFN) of ``tokens · d`` activations.
+
+    ``2 · L · allreduce(tokens · d · 2 bytes)``.
+    """
+    message = np.asarray(tokens, dtype=float) * hidden_size * ACTIVATION_BYTES
+    return 2.0 * layers * allreduce_s(message, devices, link_bytes_s, step_latency_s)
+
+
+def pipeline_hops_s(tokens, hidden_size: int, devices, link_bytes_s, hop_latency_s):
+    """Per forward pass through a layer pipeline over ``t`` chips: ``(t−1) · (α + tokens·d·2 / bw)``.
+
+    SRAM machines split the layers across chips, so a token crosses every chip boundary once.
+    """
+    t = np.asarray(devices, dtype=float)
+    message = np.asarray(tokens, dtype=float) * hidden_size * ACTIVATION_BYTES
+    return np.maximum(t - 1.0, 0.0) * (hop_latency_s + message / link_bytes_s)
+
+
+def transfer_s(message_bytes, link_bytes_s, latency_s):
+    """Point-to-point transfer: ``α + m / bw``."""
+    return latency_s + np.asarray(message_bytes, dtype=float) / link_bytes_s

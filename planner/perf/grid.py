@@ -1,0 +1,96 @@
+"""Evaluate the cost model over a whole grid in one call: devices x parallelism x batch x prompt length.
+
+This is the single oracle: ``estimate`` prices one configuration as a 1x1x1x1 grid, the planner's
+candidate generator prices thousands at once.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from planner.perf import memory
+from planner.perf.profile import HardwareArrays, ModelProfile
+from planner.perf.roofline import PassCost, decode_step, kv_share, prefill_pass
+
+
+@dataclass(frozen=True)
+class GridSpec:
+    """Axes of a grid. ``input_tokens`` is the prompt length; context at decode is ``isl + osl/2``."""
+
+    tp: tuple[int, ...]
+    batch: tuple[int, ...]
+    input_tokens: tuple[int, ...]
+    output_tokens: int
+    paged_kv: bool = True
+    reserved_context_tokens: int | None = None
+
+
+@dataclass(frozen=True)
+class GridResult:
+    """Arrays shaped ``(devices, tp, batch, input_tokens)`` (prefill arrays have batch axis 1)."""
+
+    decode: PassCost
+    prefill: PassCost
+    weights_bytes_per_device: np.ndarray
+    kv_bytes_per_request_per_device: np.ndarray
+    max_batch_in_memory: np.ndarray
+    weights_fit: np.ndarray
+    within_domain: np.ndarray
+    fits: np.ndarray
+    devices: np.ndarray
+    batch: np.ndarray
+    power_w: np.ndarray
+
+    @property
+    def tpot_s(self) -> np.ndarray:
+        return self.decode.total_s
+
+    @property
+    def ttft_s(self) -> np.ndarray:
+        return self.prefill.total_s
+
+    @property
+    def output_tokens_per_s(self) -> np.ndarray:
+        return self.batch / self.tpot_s
+
+
+def evaluate_grid(model: ModelProfile, hardware: HardwareArrays, spec: GridSpec) -> GridResult:
+    """Price every (device, tp, batch, prompt length) combination of ``spec`` on ``hardware``."""
+    hw = hardware.expand(4)
+    n = np.asarray(spec.tp, dtype=float).reshape(1, -1, 1, 1)
+    b = np.asarray(spec.batch, dtype=float).reshape(1, 1, -1, 1)
+    isl = np.asarray(spec.input_tokens, dtype=float).reshape(1, 1, 1, -1)
+    context = isl + spec.output_tokens / 2.0
+
+    decode = decode_step(model, hw, n, b, context)
+    prefill = prefill_pass(model, hw, n, isl)
+
+    if spec.paged_kv:
+        held_tokens = memory.paged_kv_tokens(isl, spec.output_tokens)
+    else:
+        reserved = spec.reserved_context_tokens or int(max(spec.input_tokens)) + spec.output_tokens
+        held_tokens = memory.contiguous_kv_tokens(np.full_like(isl, reserved))
+    kv_per_request = model.kv_bytes(held_tokens) * kv_share(model, hw, n)
+    weights_per_device = model.weights_bytes / n
+    usable_w = memory.USABLE_MEMORY_FRACTION * hw.weights_capacity_bytes
+    usable_kv = memory.USABLE_MEMORY_FRACTION * hw.kv_capacity_bytes
+    kv_room = np.where(hw.shared_tier, usable_kv - weights_per_device, usable_kv)
+    max_batch = memory.max_concurrent_requests(kv_room, 0.0, kv_per_request)
+    weights_fit = weights_per_device <= usable_w
+    within_domain = n <= hw.domain_size
+    fits = weights_fit & within_domain & (max_batch >= b)
+    return GridResult(
+        decode=decode,
+        prefill=prefill,
+        weights_bytes_per_device=np.broadcast_to(weights_per_device, n.shape),
+        kv_bytes_per_request_per_device=kv_per_request,
+        max_batch_in_memory=np.where(weights_fit, max_batch, 0.0),
+        weights_fit=weights_fit,
+        within_domain=within_domain,
+        fits=fits,
+        devices=n,
+        batch=b,
+        power_w=n * hw.power_w,
+    )

@@ -1,0 +1,418 @@
+"""Domain types (pydantic v2, frozen): hardware, model architectures, workloads, estimates.
+
+Units live in field names (``capacity_gb``, ``bandwidth_tb_s``, ``tdp_w``, ``ttft_ms``), all
+decimal SI. Validation is strict: an unknown field, a non-positive size or an unknown dtype is
+rejected with a message that names the field.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+Id = Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9.\-]*$", min_length=1, max_length=64)]
+WeightsDtype = Literal["bf16", "fp16", "fp8", "int8", "fp4", "int4"]
+ComputeDtype = Literal["bf16", "fp8", "fp4", "int8"]
+TierName = Literal["hbm", "dram", "sram"]
+DeviceKind = Literal["gpu", "tpu", "asic", "wafer", "lpu", "dataflow"]
+Positive = Annotated[float, Field(gt=0)]
+NonNegative = Annotated[float, Field(ge=0)]
+Fraction = Annotated[float, Field(gt=0, le=1)]
+Strategy = Literal["aggregated", "pd_disagg", "spec_decode", "af_disagg"]
+STRATEGIES: tuple[str, ...] = ("aggregated", "pd_disagg", "spec_decode", "af_disagg")
+
+
+class Frozen(BaseModel):
+    """Immutable, strict base: unknown fields are errors, not silently dropped."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+# --------------------------------------------------------------------------------------- hardware
+class Provenance(Frozen):
+    """Where a catalog number comes from; ``estimate`` when nothing is published."""
+
+    source: str = Field(min_length=3)
+    estimate: bool = False
+
+
+class MemoryTier(Frozen):
+    """One memory level of a device: capacity per device and bandwidth to compute."""
+
+    tier: TierName
+    capacity_gb: Positive
+    bandwidth_tb_s: Positive
+
+
+class Link(Frozen):
+    """A link as seen by one device: per-direction bandwidth and per-step latency."""
+
+    bandwidth_gb_s: Positive
+    latency_us: NonNegative
+
+
+class ScaleUpLink(Link):
+    """The fast domain used for tensor parallelism (NVLink, Infinity Fabric, ICI, C2C, ...)."""
+
+    domain_size: Annotated[int, Field(ge=1)]
+
+
+class Device(Frozen):
+    """One accelerator (or one system, for wafer-scale machines) as the optimizer counts it."""
+
+    id: Id
+    vendor: Id
+    name: str
+    kind: DeviceKind
+    peak_dense_tflops: dict[ComputeDtype, Positive] = Field(min_length=1)
+    memory_tiers: tuple[MemoryTier, ...] = Field(min_length=1)
+    weights_tier: TierName
+    kv_tier: TierName
+    scale_up: ScaleUpLink
+    scale_out: Link
+    tdp_w: Positive
+    devices_per_node: Annotated[int, Field(ge=1)]
+    node_overhead_w: NonNegative
+    rack_units: Positive | None = None
+    price_usd: Positive
+    price_usd_per_hour: Positive
+    mfu: Fraction
+    mbu: Fraction
+    layer_latency_us: NonNegative
+    provenance: dict[str, Provenance] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _tiers_exist(self) -> Device:
+        names = [t.tier for t in self.memory_tiers]
+        if len(set(names)) != len(names):
+            raise ValueError(f"memory_tiers: duplicate tier in {names}")
+        for field in ("weights_tier", "kv_tier"):
+            if getattr(self, field) not in names:
+                raise ValueError(f"{field}: {getattr(self, field)!r} is not one of memory_tiers {names}")
+        return self
+
+    def tier(self, name: str) -> MemoryTier:
+        """The memory tier called ``name``."""
+        return next(t for t in self.memory_tiers if t.tier == name)
+
+    @property
+    def weights_memory(self) -> MemoryTier:
+        return self.tier(self.weights_tier)
+
+    @property
+    def kv_memory(self) -> MemoryTier:
+        return self.tier(self.kv_tier)
+
+    @property
+    def is_sram_machine(self) -> bool:
+        """True when weights must sit in on-chip SRAM (wafer-scale, LPU, ...)."""
+        return self.weights_tier == "sram"
+
+
+# ------------------------------------------------------------------------------------------ models
+class MlaSpec(Frozen):
+    """Multi-head latent attention (DeepSeek): low-rank compressed KV."""
+
+    q_lora_rank: Annotated[int, Field(ge=0)]
+    kv_lora_rank: Annotated[int, Field(ge=1)]
+    qk_nope_head_dim: Annotated[int, Field(ge=1)]
+    qk_rope_head_dim: Annotated[int, Field(ge=0)]
+    v_head_dim: Annotated[int, Field(ge=1)]
+
+
+class MoeSpec(Frozen):
+    """Mixture of experts: routed experts per MoE layer, how many are active per token."""
+
+    experts: Annotated[int, Field(ge=1)]
+    experts_active: Annotated[int, Field(ge=1)]
+    shared_experts: Annotated[int, Field(ge=0)] = 0
+    expert_ffn_size: Annotated[int, Field(ge=1)]
+    dense_layers: Annotated[int, Field(ge=0)] = 0
+
+    @model_validator(mode="after")
+    def _active_le_total(self) -> MoeSpec:
+        if self.experts_active > self.experts:
+            raise ValueError(f"experts_active: {self.experts_active} > experts {self.experts}")
+        return self
+
+
+class PublishedParams(Frozen):
+    """Parameter counts the model card states, in billions (a sanity check for the cost model)."""
+
+    total: Positive
+    active: Positive
+
+
+class ModelArch(Frozen):
+    """A transformer's published configuration (the fields of its config.json)."""
+
+    id: Id
+    name: str
+    family: str
+    source: str = Field(min_length=3)
+    layers: Annotated[int, Field(ge=1)]
+    hidden_size: Annotated[int, Field(ge=1)]
+    attention_heads: Annotated[int, Field(ge=1)]
+    kv_heads: Annotated[int, Field(ge=1)]
+    head_dim: Annotated[int, Field(ge=1)]
+    ffn_size: Annotated[int, Field(ge=0)]
+    vocab_size: Annotated[int, Field(ge=1)]
+    tie_embeddings: bool = False
+    max_context_tokens: Annotated[int, Field(ge=1)]
+    attention: Literal["gqa", "mla"] = "gqa"
+    sliding_window_layers: Annotated[int, Field(ge=0)] = 0
+    sliding_window_tokens: Annotated[int, Field(ge=0)] = 0
+    mla: MlaSpec | None = None
+    moe: MoeSpec | None = None
+    published_params_b: PublishedParams
+    native_dtype: WeightsDtype = "bf16"
+
+    @model_validator(mode="after")
+    def _consistent(self) -> ModelArch:
+        if self.attention == "mla" and self.mla is None:
+            raise ValueError("mla: required when attention is 'mla'")
+        if self.attention_heads % self.kv_heads:
+            raise ValueError(f"kv_heads: {self.kv_heads} does not divide attention_heads {self.attention_heads}")
+        if self.sliding_window_layers > self.layers:
+            raise ValueError("sliding_window_layers: more than layers")
+        if self.sliding_window_layers and not self.sliding_window_tokens:
+            raise ValueError("sliding_window_tokens: required when sliding_window_layers > 0")
+        if self.moe is None and self.ffn_size == 0:
+            raise ValueError("ffn_size: must be positive for a dense model")
+        if self.moe is not None and self.moe.dense_layers and self.ffn_size == 0:
+            raise ValueError("ffn_size: dense_layers > 0 needs the dense FFN size")
+        return self
+
+    @property
+    def is_moe(self) -> bool:
+        return self.moe is not None
+
+
+# ---------------------------------------------------------------------------------------- workload
+class Slo(Frozen):
+    """Latency objectives of a request class: time to first token and time per output token."""
+
+    ttft_ms: Positive
+    tpot_ms: Positive
+
+
+class RequestClass(Frozen):
+    """One kind of traffic: arrival rate, prompt and answer lengths, prefix reuse, SLO."""
+
+    name: Annotated[str, Field(pattern=r"^[A-Za-z0-9_.\-]+$", min_length=1, max_length=64)]
+    rate_rps: Positive
+    input_tokens: Annotated[int, Field(ge=1, le=10_000_000)]
+    output_tokens: Annotated[int, Field(ge=1, le=1_000_000)]
+    prefix_cache_hit: Annotated[float, Field(ge=0, lt=1)] = 0.0
+    slo: Slo
+
+
+class SpecDecodeSettings(Frozen):
+    """Speculative decoding: draft model, per-token acceptance rate alpha, draft length k."""
+
+    draft_model: Id
+    acceptance_rate: Annotated[float, Field(gt=0, lt=1)]
+    draft_tokens: Annotated[int, Field(ge=1, le=16)]
+
+
+class Constraints(Frozen):
+    """Limits the fleet must respect."""
+
+    power_budget_kw: Positive
+    pue: Annotated[float, Field(ge=1, le=3)] = 1.2
+    devices: tuple[Id, ...] | None = None
+    inventory: dict[str, Annotated[int, Field(ge=0)]] = Field(default_factory=dict)
+    cost_budget_usd_per_hour: Positive | None = None
+
+
+Objective = Literal["max_goodput", "min_cost", "min_power"]
+
+
+class Workload(Frozen):
+    """What to serve: a model, its traffic classes with SLOs, how it may be served, and the limits."""
+
+    model: Id
+    dtype: WeightsDtype = "bf16"
+    kv_dtype: WeightsDtype = "bf16"
+    classes: tuple[RequestClass, ...] = Field(min_length=1, max_length=200)
+    strategies: tuple[Strategy, ...] = ("aggregated", "pd_disagg")
+    spec_decode: SpecDecodeSettings | None = None
+    constraints: Constraints
+    objective: Objective = "max_goodput"
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Workload:
+        names = [c.name for c in self.classes]
+        if len(set(names)) != len(names):
+            raise ValueError(f"classes: duplicate class names in {names}")
+        if "spec_decode" in self.strategies and self.spec_decode is None:
+            raise ValueError("spec_decode: settings required when strategies include 'spec_decode'")
+        if len(set(self.strategies)) != len(self.strategies):
+            raise ValueError("strategies: duplicates")
+        return self
+
+
+# ---------------------------------------------------------------------------------------- estimate
+class EstimateRequest(Frozen):
+    """One model on one device configuration (what ``siliconmix estimate`` asks)."""
+
+    model: Id
+    device: Id
+    dtype: WeightsDtype = "bf16"
+    kv_dtype: WeightsDtype | None = None
+    tp: Annotated[int, Field(ge=1, le=4096)] = 1
+    batch: Annotated[int, Field(ge=1, le=65536)] = 1
+    isl: Annotated[int, Field(ge=1, le=10_000_000)] = 2048
+    osl: Annotated[int, Field(ge=1, le=1_000_000)] = 256
+    paged_kv: bool = True
+
+
+Bound = Literal["compute", "memory", "communication"]
+
+
+class Estimate(Frozen):
+    """The cost model's answer for one configuration."""
+
+    model: str
+    device: str
+    dtype: str
+    kv_dtype: str
+    tp: int
+    batch: int
+    isl: int
+    osl: int
+    ttft_ms: float
+    tpot_ms: float
+    output_tokens_per_s: float
+    output_tokens_per_s_per_user: float
+    output_tokens_per_s_per_device: float
+    prefill_tokens_per_s: float
+    weights_bytes_per_device: float
+    kv_bytes_per_token: float
+    kv_bytes_per_request: float
+    max_batch_in_memory: int
+    fits: bool
+    bound: Bound
+    prefill_bound: Bound
+    decode_compute_ms: float
+    decode_memory_ms: float
+    decode_communication_ms: float
+    power_w: float
+
+
+# -------------------------------------------------------------------------------------------- plan
+PlanStatus = Literal["optimal", "feasible", "infeasible", "time_limit"]
+Role = Literal["aggregated", "prefill", "decode"]
+
+
+class Out(BaseModel):
+    """Output types: immutable, serialised by alias (``class`` is a Python keyword)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True, serialize_by_alias=True)
+
+
+class SolverInfo(Out):
+    backend: str
+    engine: str
+    time_s: float
+    gap: float | None
+    engine_version: str = ""
+
+
+class Pool(Out):
+    """Replicas of one configuration serving one task of one class under one strategy."""
+
+    role: Role
+    class_name: str = Field(alias="class")
+    strategy: Strategy
+    device: str
+    tp: int
+    batch: int
+    replicas: int
+    devices: int
+    devices_by_type: dict[str, int]
+    power_kw: float
+    cost_usd_per_hour: float
+    capex_usd: float
+    utilization: float
+    capacity_rps: float
+    served_rps: float
+    ttft_ms: float | None
+    tpot_ms: float | None
+    partner_device: str | None = None
+    partner_tp: int | None = None
+    partner_role: str | None = None
+    limited_by: str
+
+
+class Totals(Out):
+    devices: int
+    devices_by_type: dict[str, int]
+    power_kw: float
+    it_power_kw: float
+    cost_usd_per_hour: float
+    capex_usd: float
+
+
+class ClassResult(Out):
+    name: str
+    rate_rps: float
+    rate_rps_served: float
+    strategy_shares: dict[str, float]
+    ttft_ms: float | None
+    tpot_ms: float | None
+    output_tokens_per_s_per_user: float | None
+
+
+class Baseline(Out):
+    device: str | None
+    goodput_scale: float
+    power_kw: float
+    cost_usd_per_hour: float
+    status: PlanStatus
+
+
+class SloShortfall(Out):
+    """A class no allowed device serves within its SLO, with the best any device reaches."""
+
+    class_name: str = Field(alias="class")
+    slo: str
+    required_ms: float
+    best_ms: float | None
+    best_device: str | None
+
+
+class Diagnosis(Out):
+    reason: Literal["slo_unreachable", "budget", "no_candidates"]
+    message: str
+    slo_shortfalls: tuple[SloShortfall, ...] = ()
+    least_power_budget_kw: float | None = None
+    relaxations: dict[str, float] = Field(default_factory=dict)
+
+
+class Verification(Out):
+    ok: bool
+    max_violation: float
+    checks: dict[str, bool]
+    messages: tuple[str, ...] = ()
+
+
+class Plan(Out):
+    """The answer: status, the fleet (pools and totals), what it predicts, what binds, the baseline."""
+
+    status: PlanStatus
+    objective: Objective
+    model: str
+    goodput_scale: float
+    solver: SolverInfo
+    pools: tuple[Pool, ...]
+    totals: Totals
+    classes: tuple[ClassResult, ...]
+    binding_constraints: tuple[str, ...]
+    baseline: Baseline | None
+    gain: float | None
+    graph: dict
+    diagnosis: Diagnosis | None = None
+    verification: Verification | None = None
+    workload: Workload

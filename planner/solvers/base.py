@@ -1,0 +1,88 @@
+"""Backend protocol, options and the result every backend returns (never None)."""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Protocol
+
+import numpy as np
+
+from planner.milp.model import IlpModel
+
+
+class Termination(str, Enum):
+    """How a solve ended."""
+
+    OPTIMAL = "optimal"
+    FEASIBLE = "feasible"  # stopped with an incumbent and a positive gap (gap limit)
+    TIME_LIMIT = "time_limit"  # stopped by the time limit; x holds the incumbent if there is one
+    INFEASIBLE = "infeasible"
+    UNBOUNDED = "unbounded"
+    ERROR = "error"
+
+
+@dataclass(frozen=True)
+class SolveOptions:
+    """Engine-independent knobs. One thread and a fixed seed keep results deterministic."""
+
+    time_limit_s: float = 30.0
+    relative_gap: float = 1e-6
+    threads: int = 1
+    seed: int = 7
+    engine: str | None = None  # backend-specific engine name; None picks the backend's default
+
+
+@dataclass(frozen=True)
+class SolveResult:
+    """Outcome of one solve; ``x`` is aligned with ``IlpModel.var_names`` (None without a solution)."""
+
+    termination: Termination
+    backend: str
+    engine: str
+    objective: float | None = None
+    bound: float | None = None
+    x: np.ndarray | None = None
+    time_s: float = 0.0
+    message: str = ""
+    engine_version: str = ""
+    extra: dict = field(default_factory=dict)
+
+    @property
+    def has_solution(self) -> bool:
+        return self.x is not None
+
+    @property
+    def gap(self) -> float | None:
+        """Relative gap ``|obj − bound| / max(1e-9, |obj|)``; 0 when proven optimal."""
+        if self.termination is Termination.OPTIMAL:
+            return 0.0
+        if self.objective is None or self.bound is None or not np.isfinite(self.bound):
+            return None
+        return abs(self.objective - self.bound) / max(1e-9, abs(self.objective))
+
+
+class Backend(Protocol):
+    """A solver backend: translation only, no modelling decisions."""
+
+    name: str
+    engines: tuple[str, ...]
+    default_engine: str
+
+    def solve(self, model: IlpModel, options: SolveOptions) -> SolveResult: ...
+
+
+#: backend name -> module:attribute, imported lazily so one missing library does not break the other.
+BACKENDS: dict[str, str] = {
+    "ortools": "planner.solvers.ortools_backend:OrtoolsBackend",
+    "pulp": "planner.solvers.pulp_backend:PulpBackend",
+}
+
+
+def get_backend(name: str) -> Backend:
+    """Instantiate the backend called ``name`` (``ortools`` or ``pulp``)."""
+    if name not in BACKENDS:
+        raise ValueError(f"unknown solver {name!r}; known: {', '.join(BACKENDS)}")
+    module_name, attr = BACKENDS[name].split(":")
+    return getattr(importlib.import_module(module_name), attr)()

@@ -1,0 +1,87 @@
+"""OR-Tools backend: the IlpModel through MathOpt, SCIP by default (HiGHS as the alternative engine)."""
+
+from __future__ import annotations
+
+import time
+from datetime import timedelta
+
+import numpy as np
+from ortools.init.python import init
+from ortools.math_opt.python import mathopt
+
+from planner.milp.model import IlpModel
+from planner.solvers.base import SolveOptions, SolveResult, Termination
+
+ENGINES = {"scip": mathopt.SolverType.GSCIP, "highs": mathopt.SolverType.HIGHS}
+_REASONS = {
+    mathopt.TerminationReason.OPTIMAL: Termination.OPTIMAL,
+    mathopt.TerminationReason.INFEASIBLE: Termination.INFEASIBLE,
+    mathopt.TerminationReason.UNBOUNDED: Termination.UNBOUNDED,
+    mathopt.TerminationReason.INFEASIBLE_OR_UNBOUNDED: Termination.INFEASIBLE,
+}
+
+
+def _finite(value: float) -> float | None:
+    return float(value) if np.isfinite(value) else None
+
+
+class OrtoolsBackend:
+    """Translation only: variables, rows and objective in, a SolveResult out."""
+
+    name = "ortools"
+    engines = tuple(ENGINES)
+    default_engine = "scip"
+
+    def solve(self, model: IlpModel, options: SolveOptions) -> SolveResult:
+        engine = options.engine or self.default_engine
+        if engine not in ENGINES:
+            raise ValueError(f"engine {engine!r} is not an OR-Tools engine; known: {', '.join(ENGINES)}")
+        start = time.perf_counter()
+        mo = mathopt.Model(name="siliconmix")
+        xs = [
+            mo.add_variable(lb=float(lb), ub=float(ub), is_integer=bool(is_int), name=name)
+            for name, lb, ub, is_int in zip(model.var_names, model.var_lb, model.var_ub, model.var_is_integer)
+        ]
+        order = np.argsort(model.row, kind="stable")
+        starts = np.searchsorted(model.row[order], np.arange(model.n_rows + 1))
+        for i, name in enumerate(model.row_names):
+            idx = order[starts[i]:starts[i + 1]]
+            expr = mathopt.LinearSum(float(v) * xs[j] for j, v in zip(model.col[idx], model.val[idx]))
+            mo.add_linear_constraint(lb=float(model.row_lo[i]), ub=float(model.row_hi[i]), expr=expr, name=name)
+        mo.minimize(mathopt.LinearSum(float(c) * x for c, x in zip(model.objective, xs) if c) + model.objective_offset)
+        params = mathopt.SolveParameters(
+            time_limit=timedelta(seconds=options.time_limit_s),
+            relative_gap_tolerance=options.relative_gap,
+            absolute_gap_tolerance=0.0,
+            # HiGHS takes its thread count from globals only and is deterministic single-threaded
+            threads=None if engine == "highs" else options.threads,
+            random_seed=options.seed,
+        )
+        result = mathopt.solve(mo, ENGINES[engine], params=params)
+        elapsed = time.perf_counter() - start
+        termination = self._termination(result)
+        has_solution = result.has_primal_feasible_solution()
+        x = np.asarray([result.variable_values(v) for v in xs]) if has_solution else None
+        return SolveResult(
+            termination=termination,
+            backend=self.name,
+            engine=engine,
+            objective=float(result.objective_value()) if has_solution else None,
+            bound=_finite(result.termination.objective_bounds.dual_bound),
+            x=x,
+            time_s=elapsed,
+            message=result.termination.detail or "",
+            engine_version=f"ortools {init.OrToolsVersion.version_string()}",
+        )
+
+    @staticmethod
+    def _termination(result) -> Termination:
+        reason = result.termination.reason
+        if reason in _REASONS:
+            return _REASONS[reason]
+        limit = result.termination.limit
+        if reason in (mathopt.TerminationReason.FEASIBLE, mathopt.TerminationReason.NO_SOLUTION_FOUND):
+            if limit == mathopt.Limit.TIME:
+                return Termination.TIME_LIMIT
+            return Termination.FEASIBLE if result.has_primal_feasible_solution() else Termination.ERROR
+        return Termination.ERROR

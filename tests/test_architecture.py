@@ -1,0 +1,62 @@
+"""Layering rules of DESIGN.md, checked on the source by AST.
+
+- planner/ never imports api/, fastapi, starlette, uvicorn or a database library;
+- only planner/solvers/ imports ortools or pulp/highspy;
+- only catalog.py and export/ touch files (open, Path.read_text/write_text, yaml loading).
+"""
+
+import ast
+from pathlib import Path
+
+PLANNER = Path(__file__).resolve().parent.parent / "planner"
+FORBIDDEN_IN_PLANNER = ("api", "fastapi", "starlette", "uvicorn", "sqlalchemy", "alembic")
+SOLVER_LIBS = ("ortools", "pulp", "highspy")
+FILE_CALLS = {"open", "read_text", "write_text", "read_bytes", "write_bytes", "safe_load", "safe_dump"}
+FILE_MODULES = ("catalog.py", "export", "cli.py", "report", "study_io.py")
+
+
+def _modules():
+    for path in sorted(PLANNER.rglob("*.py")):
+        yield path, ast.parse(path.read_text(), filename=str(path))
+
+
+def _imports(tree):
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            yield from (alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            yield node.module
+
+
+def test_planner_never_imports_io_layers():
+    offenders = [
+        f"{path.relative_to(PLANNER)} imports {name}"
+        for path, tree in _modules()
+        for name in _imports(tree)
+        if name.split(".")[0] in FORBIDDEN_IN_PLANNER
+    ]
+    assert not offenders, offenders
+
+
+def test_only_solver_backends_import_solver_libraries():
+    offenders = [
+        f"{path.relative_to(PLANNER)} imports {name}"
+        for path, tree in _modules()
+        for name in _imports(tree)
+        if name.split(".")[0] in SOLVER_LIBS and "solvers" not in path.parts
+    ]
+    assert not offenders, offenders
+
+
+def test_only_io_modules_touch_files():
+    offenders = []
+    for path, tree in _modules():
+        rel = path.relative_to(PLANNER)
+        if any(part in FILE_MODULES for part in rel.parts):
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call):
+                name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
+                if name in FILE_CALLS:
+                    offenders.append(f"{rel}:{node.lineno} calls {name}")
+    assert not offenders, offenders

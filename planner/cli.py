@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import sys
 from enum import Enum
+from pathlib import Path
 from typing import Any, NoReturn
 
 import typer
@@ -18,7 +19,8 @@ from rich.table import Table
 from planner.catalog import CatalogError, UnknownId, load_catalog
 from planner.estimate import DoesNotFit, estimate
 from planner.perf.profile import UnsupportedDtype
-from planner.schema import EstimateRequest
+from planner.files import InputFileError, read_document, write_json
+from planner.schema import EstimateRequest, Workload
 from planner.units import BYTES_PER_GB, PARAMS_PER_BILLION, WATTS_PER_KW
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Heterogeneous placement optimizer for LLM inference.")
@@ -212,10 +214,117 @@ def _without_family(fit: dict) -> dict:
     return {k: v for k, v in fit.items() if k != "family"}
 
 
+class ObjectiveChoice(str, Enum):
+    max_goodput = "max_goodput"
+    min_cost = "min_cost"
+    min_power = "min_power"
+
+
+class SolverChoice(str, Enum):
+    ortools = "ortools"
+    pulp = "pulp"
+
+
+def load_workload(path: Path, overrides: dict) -> Workload:
+    """Read a workload file and apply command-line overrides; validation errors name the field."""
+    raw = read_document(path)
+    if not isinstance(raw, dict):
+        raise InputFileError(f"{path}: a workload is a mapping (model, classes, constraints, ...)")
+    constraints = dict(raw.get("constraints") or {})
+    for key in ("power_budget_kw", "devices"):
+        if overrides.get(key) is not None:
+            constraints[key] = overrides[key]
+    merged = {**raw, "constraints": constraints}
+    if overrides.get("objective") is not None:
+        merged["objective"] = overrides["objective"]
+    return Workload.model_validate(merged)
+
+
+@app.command("plan")
+def plan_command(
+    workload_file: Path = typer.Argument(..., help="workload YAML or JSON"),
+    power_budget_kw: float | None = typer.Option(None, help="override the facility power budget (kW)"),
+    objective: ObjectiveChoice | None = typer.Option(None, help="override the objective"),
+    solver: SolverChoice = typer.Option(SolverChoice.ortools, help="MILP backend"),
+    engine: str | None = typer.Option(None, help="ortools: scip (default) | highs; pulp: highs (default) | cbc"),
+    time_limit_s: float = typer.Option(30.0, help="time limit per MILP solve (s)"),
+    devices: str | None = typer.Option(None, help="comma-separated device ids to allow"),
+    baseline: bool = typer.Option(True, help="also solve the best homogeneous fleet"),
+    as_json: bool = typer.Option(False, "--json", help="print the plan as JSON"),
+    output: Path | None = typer.Option(None, "-o", "--output", help="also write the plan JSON here"),
+) -> None:
+    """Plan the fleet: which silicon runs which task, how many, configured how."""
+    from planner.optimize import PlanOptions, plan_workload
+
+    catalog = catalog_or_fail()
+    if time_limit_s <= 0:
+        fail(f"--time-limit-s: must be positive (got {time_limit_s})")
+    overrides = {"power_budget_kw": power_budget_kw, "objective": objective.value if objective else None,
+                 "devices": [d.strip() for d in devices.split(",") if d.strip()] if devices else None}
+    try:
+        workload = load_workload(workload_file, overrides)
+        options = PlanOptions(solver=solver.value, engine=engine, time_limit_s=time_limit_s, baseline=baseline)
+        plan = plan_workload(workload, catalog, options)
+    except ValidationError as exc:
+        fail(f"{workload_file}: {validation_line(exc)}")
+    except (InputFileError, UnknownId, UnsupportedDtype, ValueError) as exc:
+        fail(str(exc))
+    payload = plan.model_dump(mode="json")
+    if output is not None:
+        write_json(output, payload)
+    if as_json:
+        print_json(payload)
+    else:
+        show_plan(plan)
+    if plan.status == "infeasible":
+        raise typer.Exit(1)
+
+
+def show_plan(plan) -> None:
+    """A rich summary: headline, pools, classes, totals, baseline and what binds."""
+    if plan.status == "infeasible":
+        console.print(f"[bold red]infeasible[/]: {plan.diagnosis.message}", highlight=False)
+        return
+    console.print(f"[bold]{plan.model}[/]  status [bold]{plan.status}[/]  objective {plan.objective}  "
+                  f"goodput scale [bold]{plan.goodput_scale:.3f}[/] x the workload's rates  "
+                  f"({plan.solver.backend}/{plan.solver.engine}, {plan.solver.time_s:.2f} s)", highlight=False)
+    pools = Table(title="Pools")
+    for col in ("class", "strategy", "role", "device", "tp", "partner", "batch", "replicas", "devices", "util", "TTFT ms", "TPOT ms", "kW"):
+        pools.add_column(col, justify="left" if col in ("class", "strategy", "role", "device", "partner") else "right")
+    for p in plan.pools:
+        partner = f"{p.partner_role} {p.partner_device}x{p.partner_tp}" if p.partner_device else ""
+        pools.add_row(p.class_name, p.strategy, p.role, p.device, str(p.tp), partner, str(p.batch), str(p.replicas),
+                      str(p.devices), f"{p.utilization:.2f}", _ms(p.ttft_ms), _ms(p.tpot_ms), f"{p.power_kw:,.1f}")
+    console.print(pools)
+    classes = Table(title="Classes")
+    for col in ("class", "rate rps", "served rps", "strategies", "TTFT ms", "TPOT ms", "tok/s/user"):
+        classes.add_column(col, justify="left" if col in ("class", "strategies") else "right")
+    for c in plan.classes:
+        shares = ", ".join(f"{s} {v:.0%}" for s, v in c.strategy_shares.items())
+        classes.add_row(c.name, f"{c.rate_rps:g}", f"{c.rate_rps_served:,.2f}", shares, _ms(c.ttft_ms), _ms(c.tpot_ms),
+                        f"{c.output_tokens_per_s_per_user:,.1f}" if c.output_tokens_per_s_per_user else "-")
+    console.print(classes)
+    t = plan.totals
+    by_type = ", ".join(f"{n} {d}" for d, n in t.devices_by_type.items())
+    console.print(f"totals: {t.devices} devices ({by_type}); {t.power_kw:,.1f} kW facility ({t.it_power_kw:,.1f} kW IT); "
+                  f"${t.cost_usd_per_hour:,.2f}/h; capex ${t.capex_usd:,.0f}", highlight=False)
+    if plan.baseline is not None and plan.baseline.device is not None:
+        console.print(f"best homogeneous fleet: {plan.baseline.device} at goodput scale {plan.baseline.goodput_scale:.3f} "
+                      f"({plan.baseline.power_kw:,.1f} kW, ${plan.baseline.cost_usd_per_hour:,.2f}/h); "
+                      f"gain {plan.gain:.2f}x" if plan.gain else "", highlight=False)
+    console.print(f"binding: {', '.join(plan.binding_constraints) or 'none'}", highlight=False)
+    if plan.verification is not None:
+        verdict = "[green]all constraints hold[/]" if plan.verification.ok else f"[red]{'; '.join(plan.verification.messages)}[/]"
+        console.print(f"verification (recomputed without the solver): {verdict}", highlight=False)
+
+
+def _ms(value: float | None) -> str:
+    return "-" if value is None else f"{value:,.1f}"
+
+
 def main() -> None:
     """Console-script entry point."""
     app()
 
 
-if __name__ == "__main__":
-    main()
+# Commands that live in their own modules register themselves on `app` when imported (one line each).

@@ -1,8 +1,9 @@
 """Layering rules of DESIGN.md, checked on the source by AST.
 
-- planner/ never imports api/, fastapi, starlette, uvicorn or a database library;
+- planner/ never imports api/, fastapi, starlette, uvicorn or a database library (cli.py, the shell
+  that starts the service, is the one exception);
 - only planner/solvers/ imports ortools or pulp/highspy;
-- only catalog.py and export/ touch files (open, Path.read_text/write_text, yaml loading).
+- only catalog.py, files.py, export/, report/ and the cli touch files.
 """
 
 import ast
@@ -12,7 +13,7 @@ PLANNER = Path(__file__).resolve().parent.parent / "planner"
 FORBIDDEN_IN_PLANNER = ("api", "fastapi", "starlette", "uvicorn", "sqlalchemy", "alembic")
 SOLVER_LIBS = ("ortools", "pulp", "highspy")
 FILE_CALLS = {"open", "read_text", "write_text", "read_bytes", "write_bytes", "safe_load", "safe_dump"}
-FILE_MODULES = ("catalog.py", "export", "cli.py", "report", "study_io.py")
+FILE_MODULES = ("catalog.py", "files.py", "export", "cli.py", "report")
 
 
 def _modules():
@@ -33,7 +34,7 @@ def test_planner_never_imports_io_layers():
         f"{path.relative_to(PLANNER)} imports {name}"
         for path, tree in _modules()
         for name in _imports(tree)
-        if name.split(".")[0] in FORBIDDEN_IN_PLANNER
+        if name.split(".")[0] in FORBIDDEN_IN_PLANNER and path.name != "cli.py"
     ]
     assert not offenders, offenders
 

@@ -13,7 +13,7 @@ ESTIMATE_FIELDS = (
 
 
 def run(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "planner.cli", *args], capture_output=True, text=True, timeout=120)
+    return subprocess.run([sys.executable, "-m", "planner", *args], capture_output=True, text=True, timeout=120)
 
 
 def test_estimate_json_has_exactly_the_promised_fields():

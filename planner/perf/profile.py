@@ -62,6 +62,8 @@ class ModelProfile:
     kv_bytes_per_token_layer: float
     kv_heads: int
     mla: bool
+    shared_expert_bytes: float = 0.0
+    expert_flops_per_token: float = 0.0
 
     @classmethod
     def of(cls, arch: ModelArch, dtype: str, kv_dtype: str) -> ModelProfile:
@@ -84,6 +86,10 @@ class ModelProfile:
             kv_bytes_per_token_layer=memory.kv_bytes_per_token_per_layer(arch, kv_dtype),
             kv_heads=arch.kv_heads,
             mla=arch.attention == "mla",
+            shared_expert_bytes=memory.weight_bytes(
+                memory.moe_layers(arch) * (moe.shared_experts if moe else 0) * memory.expert_params(arch), dtype),
+            expert_flops_per_token=2.0 * memory.moe_layers(arch) * ((moe.experts_active + moe.shared_experts) if moe else 0)
+            * memory.expert_params(arch),
         )
 
     def kv_bytes(self, context_tokens):

@@ -106,17 +106,19 @@ def decode_step(model: ModelProfile, hw: HardwareArrays, devices, batch, context
     return PassCost(compute, weights + kv, communication_s(model, hw, n, b + q))
 
 
-def prefill_pass(model: ModelProfile, hw: HardwareArrays, devices, new_tokens, cached_tokens=0.0) -> PassCost:
-    """Prefill of one prompt: ``s`` new tokens after ``p`` cached, on ``n`` devices.
+def prefill_pass(model: ModelProfile, hw: HardwareArrays, devices, new_tokens, cached_tokens=0.0, prompts=1.0) -> PassCost:
+    """Prefill of ``m`` prompts of ``s`` new tokens after ``p`` cached ones, together, on ``n`` devices.
 
-    compute = prefill FLOPs / (n·F·MFU); memory = touched weights / (n·B_w·MBU) + KV written.
+    compute = m · prefill FLOPs(s, p) / (n·F·MFU); memory = touched weights (once) / (n·B_w·MBU) + the
+    KV written for ``m·s`` tokens; communication all-reduces ``m·s`` tokens per layer.
     """
     n = np.asarray(devices, dtype=float)
     s = np.asarray(new_tokens, dtype=float)
-    compute = prefill_flops(model, s, cached_tokens) / (n * hw.flops_s * hw.mfu)
-    weights = touched_weight_bytes(model, s) / (n * hw.weights_bw_bytes_s * hw.mbu)
-    kv_written = model.kv_bytes(s) * kv_share(model, hw, n) / (hw.kv_bw_bytes_s * hw.mbu)
-    return PassCost(compute, weights + kv_written, communication_s(model, hw, n, s))
+    m = np.asarray(prompts, dtype=float)
+    compute = m * prefill_flops(model, s, cached_tokens) / (n * hw.flops_s * hw.mfu)
+    weights = touched_weight_bytes(model, m * s) / (n * hw.weights_bw_bytes_s * hw.mbu)
+    kv_written = m * model.kv_bytes(s) * kv_share(model, hw, n) / (hw.kv_bw_bytes_s * hw.mbu)
+    return PassCost(compute, weights + kv_written, communication_s(model, hw, n, m * s))
 
 
 def chunked_prefill_tokens_per_step(batch, input_tokens, output_tokens, prefix_cache_hit=0.0):

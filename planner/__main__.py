@@ -1,0 +1,5 @@
+"""``python -m planner`` runs the siliconmix command."""
+
+from planner.cli import main
+
+main()

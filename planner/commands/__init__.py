@@ -1,0 +1,1 @@
+"""CLI commands kept in their own modules; each registers on ``planner.cli.app`` when imported."""

@@ -1,0 +1,101 @@
+"""Why a workload cannot be served, and what would make it feasible.
+
+Two steps: a pre-check before any solve (a class none of the allowed devices can serve within its
+SLO, with the best TTFT and TPOT any device reaches), then an elastic copy of the MILP at scale 1
+whose penalised slack says which budget must bend and by how much (the least power budget first).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from planner.candidates import Candidate, device_counts
+from planner.catalog import Catalog
+from planner.milp.build import BuildOptions, build_model
+from planner.perf.profile import HardwareArrays, ModelProfile, UnsupportedDtype
+from planner.perf.roofline import decode_step, prefill_pass
+from planner.schema import Diagnosis, SloShortfall, Workload
+from planner.solvers.base import SolveOptions, get_backend
+from planner.units import s_to_ms
+
+SHORTFALL_FIELDS = ("ttft_ms", "tpot_ms")
+
+
+def unserved_classes(workload: Workload, candidates: list[Candidate], graph_units: dict) -> list[str]:
+    """Classes with no strategy whose every pool unit has at least one candidate."""
+    have = {(c.class_name, c.strategy, c.role) for c in candidates}
+    out = []
+    for rc in workload.classes:
+        ok = any(all((rc.name, s, u) in have for u in us) for (k, s), us in graph_units.items() if k == rc.name)
+        if not ok:
+            out.append(rc.name)
+    return out
+
+
+def slo_shortfalls(workload: Workload, catalog: Catalog, class_names: list[str]) -> list[SloShortfall]:
+    """For each unserved class: the best TTFT (1-prompt prefill) and TPOT (batch-1 decode) any device reaches."""
+    model = ModelProfile.of(catalog.model(workload.model), workload.dtype, workload.kv_dtype)
+    best = {"ttft_ms": (np.inf, None), "tpot_ms": (np.inf, None)}
+    out = []
+    devices = [catalog.device(d) for d in (workload.constraints.devices or tuple(catalog.devices))]
+    for rc in workload.classes:
+        if rc.name not in class_names:
+            continue
+        best = {"ttft_ms": (np.inf, None), "tpot_ms": (np.inf, None)}
+        new = rc.input_tokens * (1 - rc.prefix_cache_hit)
+        for device in devices:
+            try:
+                hw = HardwareArrays.of([device], workload.dtype)
+            except UnsupportedDtype:
+                continue
+            for n in device_counts(device, model.weights_bytes):
+                ttft = s_to_ms(float(prefill_pass(model, hw, n, new, rc.input_tokens - new).total_s.reshape(-1)[0]))
+                tpot = s_to_ms(float(decode_step(model, hw, n, 1, rc.input_tokens + rc.output_tokens / 2).total_s.reshape(-1)[0]))
+                for field, value in (("ttft_ms", ttft), ("tpot_ms", tpot)):
+                    if value < best[field][0]:
+                        best[field] = (value, device.id)
+        for field in SHORTFALL_FIELDS:
+            required = getattr(rc.slo, field)
+            value, device_id = best[field]
+            if not value <= required:
+                out.append(SloShortfall(class_name=rc.name, slo=field, required_ms=required,
+                                        best_ms=None if np.isinf(value) else value, best_device=device_id))
+        if not any(s.class_name == rc.name for s in out):
+            out.append(SloShortfall(class_name=rc.name, slo="ttft_ms+tpot_ms", required_ms=rc.slo.tpot_ms,
+                                    best_ms=best["tpot_ms"][0], best_device=best["tpot_ms"][1]))
+    return out
+
+
+def slo_diagnosis(shortfalls: list[SloShortfall]) -> Diagnosis:
+    parts = []
+    for s in shortfalls:
+        best = f"best reachable {s.best_ms:.1f} ms on {s.best_device}" if s.best_ms is not None else "no device can run it"
+        parts.append(f"class {s.class_name}: {s.slo} {s.required_ms:g} ms is out of reach ({best})")
+    return Diagnosis(reason="slo_unreachable", message="; ".join(parts) + "; loosen these SLOs or allow faster devices",
+                     slo_shortfalls=tuple(shortfalls))
+
+
+def budget_diagnosis(workload: Workload, candidates: list[Candidate], backend: str, options: SolveOptions) -> Diagnosis:
+    """Solve the elastic model at scale 1: how far power, inventory and cost must bend."""
+    model = build_model(workload, candidates, BuildOptions(objective=workload.objective, elastic=True))
+    result = get_backend(backend).solve(model, options)
+    if not result.has_solution:
+        return Diagnosis(reason="no_candidates", message="no combination of candidates serves every class at scale 1")
+    relaxations = {}
+    for name, block in model.blocks.items():
+        if name.startswith("slack_"):
+            amount = float(result.x[block][0])
+            if amount > 1e-6:
+                relaxations[name.removeprefix("slack_")] = amount
+    power = relaxations.get("power")
+    least_kw = workload.constraints.power_budget_kw + power if power else None
+    parts = []
+    if power:
+        parts.append(f"the power budget must grow by {power:,.1f} kW to {least_kw:,.1f} kW")
+    for key, amount in relaxations.items():
+        if key.startswith("inventory_"):
+            parts.append(f"inventory of {key.removeprefix('inventory_')} must grow by {amount:.0f} devices")
+        if key == "cost":
+            parts.append(f"the cost budget must grow by ${amount:,.2f}/h")
+    message = "cannot serve every class at its full rate: " + ("; ".join(parts) or "limits conflict")
+    return Diagnosis(reason="budget", message=message, least_power_budget_kw=least_kw, relaxations=relaxations)

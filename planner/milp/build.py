@@ -1,0 +1,143 @@
+r"""The placement MILP, built once from the candidates and solved by any backend.
+
+Sets: classes k, strategies s allowed for k, pool units u of (k, s) (from the task graph),
+candidates c of (k, s, u), device types d.
+
+Data: rate_k (req/s), cap_c (req/s per replica), ρ_c (utilisation cap), P_c (IT W per replica),
+$_c ($/h per replica), N_{c,d} (devices of type d per replica), PUE, budgets.
+
+Variables: n_c ∈ ℤ≥0 replicas of candidate c; z_{k,s} ≥ 0 traffic of class k through strategy s,
+in units of rate_k; λ ≥ 0 the uniform goodput scale.
+
+    (1) split        Σ_s z_{k,s} = λ                                     ∀ k
+    (2) demand       Σ_{c ∈ (k,s,u)} ρ_c · cap_c · n_c ≥ rate_k · z_{k,s}   ∀ k, s, u
+    (3) power        PUE · Σ_c P_c · n_c ≤ 1000 · budget_kW
+    (4) inventory    Σ_c N_{c,d} · n_c ≤ inventory_d                      ∀ d with an inventory
+    (5) cost         Σ_c $_c · n_c ≤ budget_$/h                           (when a cost budget is set)
+    (6) scale        λ = 1 for min_cost and min_power
+
+Objectives: max λ (then a second solve: min power with λ ≥ λ*); min Σ $_c n_c; min PUE Σ P_c n_c.
+
+DESIGN.md's replica-equivalents y are not needed: every candidate serves exactly one (class, strategy,
+unit), so y = n at the optimum and the utilisation cap folds into (2). Transfer edges of the task graph
+bound each candidate's capacity (its NICs carry its own KV and activations), so they enter through cap_c.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+
+import numpy as np
+
+from planner.candidates import Candidate
+from planner.milp.model import IlpModel, ModelBuilder
+from planner.schema import Workload
+from planner.units import WATTS_PER_KW
+
+
+@dataclass(frozen=True)
+class BuildOptions:
+    """Which objective to build, and optional overrides used by baselines and diagnoses."""
+
+    objective: str = "max_goodput"  # max_goodput | min_cost | min_power
+    min_scale: float | None = None  # λ ≥ min_scale (second stage of max_goodput)
+    elastic: bool = False  # slack on power, inventory and cost rows, penalised (infeasibility diagnosis)
+
+
+ELASTIC_PENALTY = {"power": 1.0, "inventory": 1e3, "cost": 1e-3}
+
+
+def build_model(workload: Workload, candidates: list[Candidate], options: BuildOptions = BuildOptions()) -> IlpModel:
+    """The MILP over ``candidates`` for ``workload`` (see the module docstring for the formulation)."""
+    b = ModelBuilder()
+    pue = workload.constraints.pue
+    n = b.add_block("n", [c.key for c in candidates], integer=True, objective=_replica_costs(candidates, pue, options))
+    pairs = sorted({(c.class_name, c.strategy) for c in candidates})
+    z = dict(zip(pairs, b.add_block("z", [f"{k}/{s}" for k, s in pairs])))
+    (scale,) = b.add_block("scale", ["lambda"], objective=[-1.0 if options.objective == "max_goodput" and options.min_scale is None else 0.0])
+    add_split(b, workload, z, scale)
+    add_demand(b, workload, candidates, n, z)
+    add_power(b, workload, candidates, n, options)
+    add_inventory(b, workload, candidates, n, options)
+    add_cost(b, workload, candidates, n, options)
+    add_scale(b, scale, options)
+    return b.build()
+
+
+def _replica_costs(candidates: list[Candidate], pue: float, options: BuildOptions) -> list[float]:
+    if options.elastic:
+        return [0.0] * len(candidates)
+    if options.objective == "min_cost":
+        return [c.cost_usd_per_hour for c in candidates]
+    if options.objective == "min_power" or options.min_scale is not None:
+        return [pue * c.power_w / WATTS_PER_KW for c in candidates]
+    return [0.0] * len(candidates)
+
+
+def add_split(b: ModelBuilder, workload: Workload, z: dict, scale: int) -> None:
+    """(1) every class's traffic is split across its strategies: Σ_s z_{k,s} = λ."""
+    by_class = defaultdict(list)
+    for (k, _), j in z.items():
+        by_class[k].append(j)
+    for rc in workload.classes:
+        cols = by_class.get(rc.name, [])
+        b.add_row(f"split:{rc.name}", cols + [scale], [1.0] * len(cols) + [-1.0], lo=0.0, hi=0.0)
+
+
+def add_demand(b: ModelBuilder, workload: Workload, candidates: list[Candidate], n: list[int], z: dict) -> None:
+    """(2) each pool unit of each (class, strategy) has the capacity its traffic needs."""
+    rate = {rc.name: rc.rate_rps for rc in workload.classes}
+    groups = defaultdict(list)
+    for c, j in zip(candidates, n):
+        groups[(c.class_name, c.strategy, c.role)].append((j, c.effective_rps))
+    units_of = defaultdict(set)
+    for k, s, u in groups:
+        units_of[(k, s)].add(u)
+    for (k, s), j_z in z.items():
+        for u in sorted(units_of[(k, s)]):
+            cols = [j for j, _ in groups[(k, s, u)]]
+            vals = [cap for _, cap in groups[(k, s, u)]]
+            b.add_row(f"demand:{k}/{s}/{u}", cols + [j_z], vals + [-rate[k]], lo=0.0)
+
+
+def add_power(b: ModelBuilder, workload: Workload, candidates: list[Candidate], n: list[int], options: BuildOptions) -> None:
+    """(3) facility power within the budget: PUE · Σ P_c n_c ≤ budget."""
+    pue = workload.constraints.pue
+    cols, vals = list(n), [pue * c.power_w / WATTS_PER_KW for c in candidates]
+    if options.elastic:
+        (slack,) = b.add_block("slack_power", ["kw"], objective=[ELASTIC_PENALTY["power"]])
+        cols, vals = cols + [slack], vals + [-1.0]
+    b.add_row("power", cols, vals, hi=workload.constraints.power_budget_kw)
+
+
+def add_inventory(b: ModelBuilder, workload: Workload, candidates: list[Candidate], n: list[int], options: BuildOptions) -> None:
+    """(4) devices of each type within the inventory."""
+    for device, limit in sorted(workload.constraints.inventory.items()):
+        cols = [j for c, j in zip(candidates, n) if c.devices_by_type.get(device)]
+        vals = [float(c.devices_by_type[device]) for c in candidates if c.devices_by_type.get(device)]
+        if options.elastic:
+            (slack,) = b.add_block(f"slack_inventory_{device}", ["devices"], objective=[ELASTIC_PENALTY["inventory"]])
+            cols, vals = cols + [slack], vals + [-1.0]
+        if cols:
+            b.add_row(f"inventory:{device}", cols, vals, hi=float(limit))
+
+
+def add_cost(b: ModelBuilder, workload: Workload, candidates: list[Candidate], n: list[int], options: BuildOptions) -> None:
+    """(5) hourly cost within the budget, when one is set."""
+    budget = workload.constraints.cost_budget_usd_per_hour
+    if budget is None:
+        return
+    cols, vals = list(n), [c.cost_usd_per_hour for c in candidates]
+    if options.elastic:
+        (slack,) = b.add_block("slack_cost", ["usd_per_hour"], objective=[ELASTIC_PENALTY["cost"]])
+        cols, vals = cols + [slack], vals + [-1.0]
+    b.add_row("cost", cols, vals, hi=budget)
+
+
+def add_scale(b: ModelBuilder, scale: int, options: BuildOptions) -> None:
+    """(6) λ fixed to 1 (min_cost, min_power, elastic) or bounded below (second stage of max_goodput)."""
+    if options.objective != "max_goodput" or options.elastic:
+        b.set_bounds(scale, 1.0, 1.0)
+    elif options.min_scale is not None:
+        b.set_bounds(scale, options.min_scale, np.inf)

@@ -1,0 +1,172 @@
+"""Plan a workload end to end: graph → candidates → MILP → backend → Plan → verification.
+
+``plan_workload`` is the one entry point the CLI, the REST service and studies call.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+from planner import graph as task_graph
+from planner.candidates import Candidate, CandidateOptions, generate_candidates
+from planner.catalog import Catalog
+from planner.diagnose import budget_diagnosis, slo_diagnosis, slo_shortfalls, unserved_classes
+from planner.milp.build import BuildOptions, build_model
+from planner.perf.profile import ModelProfile
+from planner.plan import (
+    binding_constraints,
+    classes_of,
+    infeasible_plan,
+    plan_status,
+    pools_of,
+    replica_counts,
+    scale_of,
+    solver_info,
+    totals_of,
+    traffic_split,
+)
+from planner.schema import Baseline, Diagnosis, Plan, Workload
+from planner.solvers.base import SolveOptions, SolveResult, Termination, get_backend
+from planner.units import WATTS_PER_KW
+from planner.verify import verify_plan
+
+#: a plan whose goodput scale is below this serves nothing: it is infeasible.
+MIN_SCALE = 1e-9
+
+
+@dataclass(frozen=True)
+class PlanOptions:
+    """How to solve: backend, engine, limits, and whether to compute the homogeneous baseline."""
+
+    solver: str = "ortools"
+    engine: str | None = None
+    time_limit_s: float = 30.0
+    relative_gap: float = 1e-6
+    baseline: bool = True
+    candidates: CandidateOptions = field(default_factory=CandidateOptions)
+
+    def solve_options(self) -> SolveOptions:
+        return SolveOptions(time_limit_s=self.time_limit_s, relative_gap=self.relative_gap, engine=self.engine)
+
+
+@dataclass(frozen=True)
+class Solved:
+    """A finished solve of the placement MILP over some candidates."""
+
+    candidates: list[Candidate]
+    model: object
+    result: SolveResult
+    time_s: float
+
+    @property
+    def scale(self) -> float:
+        return scale_of(self.model, self.result) if self.result.has_solution else 0.0
+
+
+def solve_candidates(workload: Workload, candidates: list[Candidate], options: PlanOptions) -> Solved:
+    """Solve the MILP; for max_goodput, a second stage keeps λ* and minimises power."""
+    start = time.perf_counter()
+    backend = get_backend(options.solver)
+    model = build_model(workload, candidates, BuildOptions(objective=workload.objective))
+    result = backend.solve(model, options.solve_options())
+    if workload.objective == "max_goodput" and result.has_solution and scale_of(model, result) > MIN_SCALE:
+        best = scale_of(model, result)
+        second = build_model(workload, candidates, BuildOptions(objective="max_goodput", min_scale=best * (1 - 1e-9)))
+        refined = backend.solve(second, options.solve_options())
+        if refined.has_solution:
+            model, result = second, _keep_first_status(refined, result)
+    return Solved(candidates, model, result, time.perf_counter() - start)
+
+
+def _keep_first_status(second: SolveResult, first: SolveResult) -> SolveResult:
+    """The plan's status is the weaker of the two stages."""
+    order = [Termination.OPTIMAL, Termination.FEASIBLE, Termination.TIME_LIMIT]
+    worse = max(first.termination, second.termination, key=lambda t: order.index(t) if t in order else len(order))
+    return SolveResult(**{**second.__dict__, "termination": worse})
+
+
+def plan_workload(workload: Workload, catalog: Catalog, options: PlanOptions = PlanOptions()) -> Plan:
+    """The best fleet for ``workload`` under its constraints, verified, with its homogeneous baseline."""
+    start = time.perf_counter()
+    arch = catalog.model(workload.model)
+    model = ModelProfile.of(arch, workload.dtype, workload.kv_dtype)
+    draft = None
+    if workload.spec_decode is not None:
+        draft = ModelProfile.of(catalog.model(workload.spec_decode.draft_model), workload.dtype, workload.kv_dtype)
+    graph = task_graph.build_task_graph(workload, model, draft)
+    graph_json = task_graph.to_json(graph)
+    candidates, _ = generate_candidates(workload, catalog, graph, options.candidates)
+    graph_units = {(k, s): task_graph.units(graph, k, s)
+                   for k in {rc.name for rc in workload.classes} for s in task_graph.strategies_of(graph, k)}
+    unserved = unserved_classes(workload, candidates, graph_units)
+    if unserved:
+        info = solver_info(SolveResult(Termination.INFEASIBLE, options.solver, options.engine or "-"), time.perf_counter() - start)
+        return infeasible_plan(workload, graph_json, info, slo_diagnosis(slo_shortfalls(workload, catalog, unserved)))
+
+    solved = solve_candidates(workload, candidates, options)
+    baseline = best_homogeneous(workload, candidates, options) if options.baseline else None
+    info = solver_info(solved.result, time.perf_counter() - start)
+    if not solved.result.has_solution or solved.scale <= MIN_SCALE:
+        if solved.result.termination is Termination.TIME_LIMIT and not solved.result.has_solution:
+            diagnosis = Diagnosis(reason="no_candidates", message="the time limit passed before any plan was found")
+        else:
+            diagnosis = budget_diagnosis(workload, candidates, options.solver, options.solve_options())
+        return infeasible_plan(workload, graph_json, info, diagnosis, baseline)
+    plan = _decode(workload, solved, graph_json, info, baseline)
+    return plan.model_copy(update={"verification": verify_plan(plan, catalog)})
+
+
+def _decode(workload: Workload, solved: Solved, graph_json: dict, info, baseline: Baseline | None) -> Plan:
+    counts = replica_counts(solved.model, solved.result)
+    split = traffic_split(solved.model, solved.result)
+    pools = pools_of(workload, solved.candidates, counts, split)
+    totals = totals_of(pools, workload.constraints.pue)
+    scale = solved.scale
+    return Plan(
+        status=plan_status(solved.result), objective=workload.objective, model=workload.model, goodput_scale=scale,
+        solver=info, pools=tuple(pools), totals=totals, classes=tuple(classes_of(workload, pools, split, scale)),
+        binding_constraints=tuple(binding_constraints(workload, solved.candidates, pools, totals)),
+        baseline=baseline, gain=_gain(workload, scale, totals, baseline), graph=graph_json, workload=workload,
+    )
+
+
+def homogeneous_subsets(candidates: list[Candidate]) -> dict[str, list[Candidate]]:
+    """Candidates that use one device type only, by device type."""
+    out: dict[str, list[Candidate]] = {}
+    for c in candidates:
+        if len(c.devices_by_type) == 1:
+            out.setdefault(next(iter(c.devices_by_type)), []).append(c)
+    return dict(sorted(out.items()))
+
+
+def best_homogeneous(workload: Workload, candidates: list[Candidate], options: PlanOptions) -> Baseline:
+    """The best single-device-type fleet under the same constraints (by the workload's objective)."""
+    best: tuple[float, Baseline] | None = None
+    pue = workload.constraints.pue
+    for device, subset in homogeneous_subsets(candidates).items():
+        solved = solve_candidates(workload, subset, options)
+        if not solved.result.has_solution or solved.scale <= MIN_SCALE:
+            continue
+        counts = replica_counts(solved.model, solved.result)
+        power = sum(n * pue * c.power_w for c, n in zip(subset, counts)) / WATTS_PER_KW
+        cost = sum(n * c.cost_usd_per_hour for c, n in zip(subset, counts))
+        score = {"max_goodput": solved.scale, "min_cost": -cost, "min_power": -power}[workload.objective]
+        baseline = Baseline(device=device, goodput_scale=solved.scale, power_kw=power, cost_usd_per_hour=cost,
+                            status=plan_status(solved.result))
+        if best is None or score > best[0] + 1e-12:
+            best = (score, baseline)
+    if best is None:
+        return Baseline(device=None, goodput_scale=0.0, power_kw=0.0, cost_usd_per_hour=0.0, status="infeasible")
+    return best[1]
+
+
+def _gain(workload: Workload, scale: float, totals, baseline: Baseline | None) -> float | None:
+    """How much better than the best homogeneous fleet: goodput ratio, or cost / power ratio."""
+    if baseline is None or baseline.device is None:
+        return None
+    if workload.objective == "max_goodput":
+        return scale / baseline.goodput_scale if baseline.goodput_scale > 0 else None
+    if workload.objective == "min_cost":
+        return baseline.cost_usd_per_hour / totals.cost_usd_per_hour if totals.cost_usd_per_hour > 0 else None
+    return baseline.power_kw / totals.power_kw if totals.power_kw > 0 else None

@@ -1,0 +1,158 @@
+"""Decode a SolveResult into a Plan: pools, totals, per-class predictions, what binds."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+import numpy as np
+
+from planner.candidates import Candidate
+from planner.milp.model import IlpModel
+from planner.schema import (
+    Baseline,
+    ClassResult,
+    Diagnosis,
+    Plan,
+    PlanStatus,
+    Pool,
+    SolverInfo,
+    Totals,
+    Workload,
+)
+from planner.solvers.base import SolveResult, Termination
+from planner.units import WATTS_PER_KW
+
+STATUS = {
+    Termination.OPTIMAL: "optimal",
+    Termination.FEASIBLE: "feasible",
+    Termination.TIME_LIMIT: "time_limit",
+}
+
+
+def plan_status(result: SolveResult) -> PlanStatus:
+    """Plan status of a solve: optimal, feasible (gap), time_limit, or infeasible."""
+    return STATUS.get(result.termination, "infeasible")  # type: ignore[return-value]
+
+
+def replica_counts(model: IlpModel, result: SolveResult) -> np.ndarray:
+    """Integer replicas per candidate from a solution vector."""
+    return np.round(result.x[model.blocks["n"]]).astype(int)
+
+
+def scale_of(model: IlpModel, result: SolveResult) -> float:
+    return float(result.x[model.blocks["scale"]][0])
+
+
+def traffic_split(model: IlpModel, result: SolveResult) -> dict[tuple[str, str], float]:
+    """z_{k,s} by (class, strategy)."""
+    block = model.blocks["z"]
+    names = model.var_names[block]
+    return {tuple(name.split(":", 1)[1].split("/", 1)): float(v) for name, v in zip(names, result.x[block])}
+
+
+def pools_of(workload: Workload, candidates: list[Candidate], counts: np.ndarray, split: dict) -> list[Pool]:
+    """One pool per candidate with replicas, with the traffic it serves and its utilisation."""
+    rate = {rc.name: rc.rate_rps for rc in workload.classes}
+    pue = workload.constraints.pue
+    pools = []
+    for c, n in zip(candidates, counts):
+        if n <= 0:
+            continue
+        served = rate[c.class_name] * split.get((c.class_name, c.strategy), 0.0)
+        siblings = [(d, m) for d, m in zip(candidates, counts) if m > 0 and (d.class_name, d.strategy, d.role) == (c.class_name, c.strategy, c.role)]
+        # traffic goes to replicas in proportion to their usable capacity, so no pool exceeds its cap
+        unit_capacity = sum(m * d.effective_rps for d, m in siblings)
+        share = n * c.effective_rps / unit_capacity if unit_capacity else 0.0
+        pools.append(Pool(
+            role=c.role, class_name=c.class_name, strategy=c.strategy, device=c.device, tp=c.tp, batch=c.batch,
+            replicas=int(n), devices=int(n * c.devices),
+            devices_by_type={k: int(n * v) for k, v in c.devices_by_type.items()},
+            power_kw=n * pue * c.power_w / WATTS_PER_KW,
+            cost_usd_per_hour=n * c.cost_usd_per_hour,
+            capex_usd=n * c.capex_usd,
+            utilization=served * share / (n * c.capacity_rps) if c.capacity_rps else 0.0,
+            capacity_rps=n * c.capacity_rps,
+            served_rps=served * share,
+            ttft_ms=c.ttft_ms, tpot_ms=c.tpot_ms,
+            partner_device=c.partner_device, partner_tp=c.partner_tp, partner_role=c.partner_role,
+            limited_by=c.limited_by,
+        ))
+    return pools
+
+
+def totals_of(pools: list[Pool], pue: float) -> Totals:
+    by_type: dict[str, int] = defaultdict(int)
+    for p in pools:
+        for device, count in p.devices_by_type.items():
+            by_type[device] += count
+    power = sum(p.power_kw for p in pools)
+    return Totals(
+        devices=sum(by_type.values()), devices_by_type=dict(sorted(by_type.items())), power_kw=power,
+        it_power_kw=power / pue, cost_usd_per_hour=sum(p.cost_usd_per_hour for p in pools),
+        capex_usd=sum(p.capex_usd for p in pools),
+    )
+
+
+def classes_of(workload: Workload, pools: list[Pool], split: dict, scale: float) -> list[ClassResult]:
+    """Per class: served rate, strategy shares and served-weighted TTFT / TPOT."""
+    out = []
+    for rc in workload.classes:
+        shares = {s: (z / scale if scale > 0 else 0.0) for (k, s), z in sorted(split.items()) if k == rc.name and z > 1e-9}
+        mine = [p for p in pools if p.class_name == rc.name and p.served_rps > 0]
+        ttft = _weighted([(p.ttft_ms, p.served_rps) for p in mine if p.ttft_ms is not None])
+        tpot = _weighted([(p.tpot_ms, p.served_rps) for p in mine if p.tpot_ms is not None])
+        out.append(ClassResult(
+            name=rc.name, rate_rps=rc.rate_rps, rate_rps_served=rc.rate_rps * scale, strategy_shares=shares,
+            ttft_ms=ttft, tpot_ms=tpot, output_tokens_per_s_per_user=(1000.0 / tpot) if tpot else None,
+        ))
+    return out
+
+
+def _weighted(pairs: list[tuple[float, float]]) -> float | None:
+    total = sum(w for _, w in pairs)
+    return sum(v * w for v, w in pairs) / total if total > 0 else None
+
+
+def binding_constraints(workload: Workload, candidates: list[Candidate], pools: list[Pool], totals: Totals) -> list[str]:
+    """Limits that stop the plan from growing: a budget with no room for one more replica, SLO-limited pools."""
+    pue = workload.constraints.pue
+    cons = workload.constraints
+    binding = []
+    smallest_kw = min((pue * c.power_w / WATTS_PER_KW for c in candidates), default=0.0)
+    if cons.power_budget_kw - totals.power_kw < smallest_kw - 1e-9:
+        binding.append("power")
+    for device, limit in sorted(cons.inventory.items()):
+        smallest = min((c.devices_by_type[device] for c in candidates if device in c.devices_by_type), default=None)
+        if smallest is not None and limit - totals.devices_by_type.get(device, 0) < smallest:
+            binding.append(f"inventory:{device}")
+    if cons.cost_budget_usd_per_hour is not None:
+        smallest_cost = min((c.cost_usd_per_hour for c in candidates), default=0.0)
+        if cons.cost_budget_usd_per_hour - totals.cost_usd_per_hour < smallest_cost - 1e-9:
+            binding.append("cost")
+    for p in pools:
+        if p.limited_by.startswith("slo"):
+            name = f"{p.limited_by}:{p.class_name}"
+            if name not in binding:
+                binding.append(name)
+    return binding
+
+
+def solver_info(result: SolveResult, total_time_s: float) -> SolverInfo:
+    return SolverInfo(backend=result.backend, engine=result.engine, time_s=total_time_s, gap=result.gap,
+                      engine_version=result.engine_version)
+
+
+def empty_totals() -> Totals:
+    return Totals(devices=0, devices_by_type={}, power_kw=0.0, it_power_kw=0.0, cost_usd_per_hour=0.0, capex_usd=0.0)
+
+
+def infeasible_plan(workload: Workload, graph: dict, info: SolverInfo, diagnosis: Diagnosis,
+                    baseline: Baseline | None = None) -> Plan:
+    return Plan(
+        status="infeasible", objective=workload.objective, model=workload.model, goodput_scale=0.0, solver=info,
+        pools=(), totals=empty_totals(),
+        classes=tuple(ClassResult(name=rc.name, rate_rps=rc.rate_rps, rate_rps_served=0.0, strategy_shares={},
+                                  ttft_ms=None, tpot_ms=None, output_tokens_per_s_per_user=None)
+                      for rc in workload.classes),
+        binding_constraints=(), baseline=baseline, gain=None, graph=graph, diagnosis=diagnosis, workload=workload,
+    )

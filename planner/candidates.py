@@ -146,7 +146,7 @@ def generate_candidates(workload: Workload, catalog: Catalog, graph: nx.DiGraph,
         for strategy in strategies_of(graph, rc.name):
             for unit in units(graph, rc.name, strategy):
                 found = _UNIT_BUILDERS[(strategy, unit)](rc, strategy, model, draft, workload, silicon, graph, options)
-                candidates.extend(prune_dominated(found))
+                candidates.extend(prune_dominated(found, workload))
     return candidates, notes
 
 
@@ -165,33 +165,34 @@ def _silicon(workload: Workload, catalog: Catalog) -> tuple[list[_Silicon], list
     return out, notes
 
 
-def prune_dominated(candidates: list[Candidate]) -> list[Candidate]:
-    """Drop a candidate when another of the same pool unit is at least as good on every count.
+def prune_dominated(candidates: list[Candidate], workload: Workload) -> list[Candidate]:
+    """Drop a candidate when another of the same pool unit is at least as good on every count the MILP sees.
 
-    A dominates B when A has at least B's usable capacity while using no more power, cost, capex and
-    devices of any type per replica: swapping each B replica for an A replica keeps every constraint
-    and never worsens the objective, so B is never needed.
+    A dominates B when A has at least B's usable capacity while using no more of every resource the
+    model constrains or prices: power always; $/h when the objective is min_cost or a cost budget is
+    set; devices of each type that has an inventory. Swapping each B replica for an A replica then keeps
+    every constraint and never worsens the objective, so B is never needed. Exact ties keep the smaller key.
+    A must also use only device types B uses, so every single-device-type fleet keeps its own best
+    candidates (the homogeneous baselines are solved over subsets of this list).
     """
-    kept = []
-    for b in candidates:
-        dominated = any(a is not b and _dominates(a, b) for a in candidates)
-        if not dominated:
-            kept.append(b)
-    return kept
-
-
-def _dominates(a: Candidate, b: Candidate) -> bool:
-    types = set(a.devices_by_type) | set(b.devices_by_type)
-    no_worse = (
-        a.effective_rps >= b.effective_rps
-        and a.power_w <= b.power_w
-        and a.cost_usd_per_hour <= b.cost_usd_per_hour
-        and a.capex_usd <= b.capex_usd
-        and all(a.devices_by_type.get(t, 0) <= b.devices_by_type.get(t, 0) for t in types)
-    )
-    strictly = (a.effective_rps > b.effective_rps or a.power_w < b.power_w or a.cost_usd_per_hour < b.cost_usd_per_hour
-                or a.devices_by_type != b.devices_by_type)
-    return no_worse and (strictly or a.key < b.key)
+    if len(candidates) < 2:
+        return list(candidates)
+    cons = workload.constraints
+    priced = workload.objective == "min_cost" or cons.cost_budget_usd_per_hour is not None
+    counted = sorted(cons.inventory)
+    capacity = np.array([c.effective_rps for c in candidates])
+    costs = np.array([[c.power_w] + ([c.cost_usd_per_hour] if priced else [])
+                      + [c.devices_by_type.get(t, 0) for t in counted] for c in candidates], dtype=float)
+    keys = np.array([c.key for c in candidates])
+    all_types = sorted({t for c in candidates for t in c.devices_by_type})
+    uses = np.array([[t in c.devices_by_type for t in all_types] for c in candidates])
+    subset = np.all(~uses[:, None, :] | uses[None, :, :], axis=2)  # a's types ⊆ b's types
+    # [a, b]: does a dominate b?
+    no_worse = subset & (capacity[:, None] >= capacity[None, :]) & np.all(costs[:, None, :] <= costs[None, :, :], axis=2)
+    strictly = (capacity[:, None] > capacity[None, :]) | np.any(costs[:, None, :] < costs[None, :, :], axis=2)
+    dominates = no_worse & (strictly | (keys[:, None] < keys[None, :]))
+    np.fill_diagonal(dominates, False)
+    return [c for c, beaten in zip(candidates, dominates.any(axis=0)) if not beaten]
 
 
 def _money(parts: list[tuple[_Silicon, int]]) -> dict:
@@ -318,43 +319,46 @@ def _spec_decode(rc, strategy, model, draft, workload, silicon, graph, options) 
     c = _context(rc)
     live = memory.paged_kv_tokens(rc.input_tokens, rc.output_tokens)
     kv_in = edge_bytes(graph, rc.name, strategy, "prefill", "verify")
+    # a draft on other silicon runs on the fewest devices that hold it; its step does not depend on the target
+    remote = {}
+    for d in silicon:
+        counts = d.tp_options(draft.weights_bytes, options.max_tp)
+        if counts:
+            nd = counts[0]
+            step = decode_step(draft, d.hw, nd, b, c).total_s.reshape(-1)
+            kv = b * draft.kv_bytes(live) * kv_share(draft, d.hw, nd).reshape(-1)
+            remote[d.id] = (d, nd, step, kv <= d.kv_room(draft.weights_bytes / nd))
     out = []
     for v in silicon:
         for n in v.tp_options(model.weights_bytes, options.max_tp):
             verify = decode_step(model, v.hw, n, b, c, prefill_tokens=b * k).total_s.reshape(-1)
             target_kv = b * model.kv_bytes(live) * kv_share(model, v.hw, n).reshape(-1)
-            for d in silicon:
-                same = d.id == v.id
-                if same:
-                    nd = n
-                    draft_step = decode_step(draft, v.hw, n, b, c).total_s.reshape(-1)
-                    draft_kv = b * draft.kv_bytes(live) * kv_share(draft, v.hw, n).reshape(-1)
-                    fits = target_kv + draft_kv <= v.kv_room(model.weights_bytes / n, draft.weights_bytes / n)
-                    round_trip = 0.0
-                    parts = [(v, n)]
-                else:
-                    options_d = d.tp_options(draft.weights_bytes, options.max_tp)
-                    if not options_d:
-                        continue
-                    nd = options_d[0]
-                    draft_step = decode_step(draft, d.hw, nd, b, c).total_s.reshape(-1)
-                    draft_kv = b * draft.kv_bytes(live) * kv_share(draft, d.hw, nd).reshape(-1)
-                    fits = (target_kv <= v.kv_room(model.weights_bytes / n)) & (draft_kv <= d.kv_room(draft.weights_bytes / nd))
-                    link = min(n * v.nic_bytes_s, nd * d.nic_bytes_s)
-                    round_trip = 2.0 * transfer_s(b * k * 4.0, link, max(v.nic_latency_s, d.nic_latency_s))
-                    parts = [(v, n), (d, nd)]
-                round_s = k * draft_step + verify + round_trip
+            network_rps = n * v.nic_bytes_s / kv_in if kv_in else np.inf
+            # draft on the target's own devices
+            local_step = decode_step(draft, v.hw, n, b, c).total_s.reshape(-1)
+            local_kv = b * draft.kv_bytes(live) * kv_share(draft, v.hw, n).reshape(-1)
+            layouts = [(None, n, local_step, target_kv + local_kv <= v.kv_room(model.weights_bytes / n, draft.weights_bytes / n), 0.0)]
+            target_fits = target_kv <= v.kv_room(model.weights_bytes / n)
+            for d_id, (d, nd, step, draft_fits) in remote.items():
+                if d_id == v.id:
+                    continue
+                link = min(n * v.nic_bytes_s, nd * d.nic_bytes_s)
+                round_trip = 2.0 * transfer_s(b * k * 4.0, link, max(v.nic_latency_s, d.nic_latency_s))
+                layouts.append((d, nd, step, target_fits & draft_fits, round_trip))
+            for d, nd, step, fits, round_trip in layouts:
+                round_s = k * step + verify + round_trip
                 tpot = round_s / tokens_per_round
-                choice = _decode_choice(rc, tpot, fits, b, n * v.nic_bytes_s / kv_in if kv_in else np.inf)
+                choice = _decode_choice(rc, tpot, fits, b, network_rps)
                 if choice is None:
                     continue
                 i, capacity, limited = choice
+                parts = [(v, n)] if d is None else [(v, n), (d, nd)]
                 out.append(Candidate(
                     class_name=rc.name, strategy=strategy, role="decode", device=v.id, tp=n, batch=int(b[i]),
                     **_money(parts), capacity_rps=capacity, utilization_cap=DECODE_UTILIZATION,
                     ttft_ms=None, tpot_ms=s_to_ms(float(tpot[i])), limited_by=limited,
-                    partner_device=None if same else d.id, partner_tp=None if same else nd,
-                    partner_role=None if same else "draft",
+                    partner_device=None if d is None else d.id, partner_tp=None if d is None else nd,
+                    partner_role=None if d is None else "draft",
                     extra={"tokens_per_round": tokens_per_round, "round_ms": s_to_ms(float(round_s[i]))},
                 ))
     return out

@@ -75,9 +75,10 @@ def slo_diagnosis(shortfalls: list[SloShortfall]) -> Diagnosis:
                      slo_shortfalls=tuple(shortfalls))
 
 
-def budget_diagnosis(workload: Workload, candidates: list[Candidate], backend: str, options: SolveOptions) -> Diagnosis:
+def budget_diagnosis(workload: Workload, units: dict, candidates: list[Candidate], backend: str,
+                     options: SolveOptions) -> Diagnosis:
     """Solve the elastic model at scale 1: how far power, inventory and cost must bend."""
-    model = build_model(workload, candidates, BuildOptions(objective=workload.objective, elastic=True))
+    model = build_model(workload, units, candidates, BuildOptions(objective=workload.objective, elastic=True))
     result = get_backend(backend).solve(model, options)
     if not result.has_solution:
         return Diagnosis(reason="no_candidates", message="no combination of candidates serves every class at scale 1")

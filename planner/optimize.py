@@ -6,7 +6,7 @@
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from planner import graph as task_graph
 from planner.candidates import Candidate, CandidateOptions, generate_candidates
@@ -41,49 +41,61 @@ class PlanOptions:
 
     solver: str = "ortools"
     engine: str | None = None
-    time_limit_s: float = 30.0
-    relative_gap: float = 1e-6
+    time_limit_s: float = 10.0
+    relative_gap: float = 1e-4
+    #: baselines are comparisons, not plans: solved to a looser gap and a shorter limit
+    baseline_gap: float = 5e-3
+    baseline_time_limit_s: float = 5.0
     baseline: bool = True
     candidates: CandidateOptions = field(default_factory=CandidateOptions)
 
     def solve_options(self) -> SolveOptions:
         return SolveOptions(time_limit_s=self.time_limit_s, relative_gap=self.relative_gap, engine=self.engine)
 
+    def for_baseline(self) -> PlanOptions:
+        return replace(self, relative_gap=max(self.relative_gap, self.baseline_gap),
+                       time_limit_s=min(self.time_limit_s, self.baseline_time_limit_s))
+
 
 @dataclass(frozen=True)
 class Solved:
-    """A finished solve of the placement MILP over some candidates."""
+    """A finished solve of the placement MILP: the last stage's model and result, and every stage's result."""
 
     candidates: list[Candidate]
     model: object
     result: SolveResult
+    stages: tuple[SolveResult, ...]
     time_s: float
 
     @property
     def scale(self) -> float:
         return scale_of(self.model, self.result) if self.result.has_solution else 0.0
 
+    def status(self, requested_gap: float) -> str:
+        """The weakest status over the stages (the goodput stage's gap counts as much as the power stage's)."""
+        order = ["optimal", "feasible", "time_limit", "infeasible"]
+        return max((plan_status(r, requested_gap) for r in self.stages), key=order.index)
 
-def solve_candidates(workload: Workload, candidates: list[Candidate], options: PlanOptions) -> Solved:
+    @property
+    def gap(self) -> float | None:
+        gaps = [r.gap for r in self.stages if r.gap is not None]
+        return max(gaps) if gaps else None
+
+
+def solve_candidates(workload: Workload, units: dict, candidates: list[Candidate], options: PlanOptions) -> Solved:
     """Solve the MILP; for max_goodput, a second stage keeps λ* and minimises power."""
     start = time.perf_counter()
     backend = get_backend(options.solver)
-    model = build_model(workload, candidates, BuildOptions(objective=workload.objective))
+    model = build_model(workload, units, candidates, BuildOptions(objective=workload.objective))
     result = backend.solve(model, options.solve_options())
+    stages = (result,)
     if workload.objective == "max_goodput" and result.has_solution and scale_of(model, result) > MIN_SCALE:
         best = scale_of(model, result)
-        second = build_model(workload, candidates, BuildOptions(objective="max_goodput", min_scale=best * (1 - 1e-9)))
+        second = build_model(workload, units, candidates, BuildOptions(objective="max_goodput", min_scale=best * (1 - 1e-9)))
         refined = backend.solve(second, options.solve_options())
         if refined.has_solution:
-            model, result = second, _keep_first_status(refined, result)
-    return Solved(candidates, model, result, time.perf_counter() - start)
-
-
-def _keep_first_status(second: SolveResult, first: SolveResult) -> SolveResult:
-    """The plan's status is the weaker of the two stages."""
-    order = [Termination.OPTIMAL, Termination.FEASIBLE, Termination.TIME_LIMIT]
-    worse = max(first.termination, second.termination, key=lambda t: order.index(t) if t in order else len(order))
-    return SolveResult(**{**second.__dict__, "termination": worse})
+            model, result, stages = second, refined, (result, refined)
+    return Solved(candidates, model, result, stages, time.perf_counter() - start)
 
 
 def plan_workload(workload: Workload, catalog: Catalog, options: PlanOptions = PlanOptions()) -> Plan:
@@ -101,30 +113,31 @@ def plan_workload(workload: Workload, catalog: Catalog, options: PlanOptions = P
                    for k in {rc.name for rc in workload.classes} for s in task_graph.strategies_of(graph, k)}
     unserved = unserved_classes(workload, candidates, graph_units)
     if unserved:
-        info = solver_info(SolveResult(Termination.INFEASIBLE, options.solver, options.engine or "-"), time.perf_counter() - start)
+        info = solver_info(SolveResult(Termination.INFEASIBLE, options.solver, options.engine or "-"), time.perf_counter() - start, None)
         return infeasible_plan(workload, graph_json, info, slo_diagnosis(slo_shortfalls(workload, catalog, unserved)))
 
-    solved = solve_candidates(workload, candidates, options)
-    baseline = best_homogeneous(workload, candidates, options) if options.baseline else None
-    info = solver_info(solved.result, time.perf_counter() - start)
+    solved = solve_candidates(workload, graph_units, candidates, options)
+    baseline = best_homogeneous(workload, graph_units, candidates, options) if options.baseline else None
+    info = solver_info(solved.result, time.perf_counter() - start, solved.gap)
     if not solved.result.has_solution or solved.scale <= MIN_SCALE:
         if solved.result.termination is Termination.TIME_LIMIT and not solved.result.has_solution:
             diagnosis = Diagnosis(reason="no_candidates", message="the time limit passed before any plan was found")
         else:
-            diagnosis = budget_diagnosis(workload, candidates, options.solver, options.solve_options())
+            diagnosis = budget_diagnosis(workload, graph_units, candidates, options.solver, options.solve_options())
         return infeasible_plan(workload, graph_json, info, diagnosis, baseline)
-    plan = _decode(workload, solved, graph_json, info, baseline)
+    plan = _decode(workload, solved, graph_json, info, baseline, options)
     return plan.model_copy(update={"verification": verify_plan(plan, catalog)})
 
 
-def _decode(workload: Workload, solved: Solved, graph_json: dict, info, baseline: Baseline | None) -> Plan:
+def _decode(workload: Workload, solved: Solved, graph_json: dict, info, baseline: Baseline | None,
+            options: PlanOptions) -> Plan:
     counts = replica_counts(solved.model, solved.result)
     split = traffic_split(solved.model, solved.result)
     pools = pools_of(workload, solved.candidates, counts, split)
     totals = totals_of(pools, workload.constraints.pue)
     scale = solved.scale
     return Plan(
-        status=plan_status(solved.result), objective=workload.objective, model=workload.model, goodput_scale=scale,
+        status=solved.status(options.relative_gap), objective=workload.objective, model=workload.model, goodput_scale=scale,
         solver=info, pools=tuple(pools), totals=totals, classes=tuple(classes_of(workload, pools, split, scale)),
         binding_constraints=tuple(binding_constraints(workload, solved.candidates, pools, totals)),
         baseline=baseline, gain=_gain(workload, scale, totals, baseline), graph=graph_json, workload=workload,
@@ -140,12 +153,12 @@ def homogeneous_subsets(candidates: list[Candidate]) -> dict[str, list[Candidate
     return dict(sorted(out.items()))
 
 
-def best_homogeneous(workload: Workload, candidates: list[Candidate], options: PlanOptions) -> Baseline:
+def best_homogeneous(workload: Workload, units: dict, candidates: list[Candidate], options: PlanOptions) -> Baseline:
     """The best single-device-type fleet under the same constraints (by the workload's objective)."""
     best: tuple[float, Baseline] | None = None
     pue = workload.constraints.pue
     for device, subset in homogeneous_subsets(candidates).items():
-        solved = solve_candidates(workload, subset, options)
+        solved = solve_candidates(workload, units, subset, options.for_baseline())
         if not solved.result.has_solution or solved.scale <= MIN_SCALE:
             continue
         counts = replica_counts(solved.model, solved.result)
@@ -153,7 +166,7 @@ def best_homogeneous(workload: Workload, candidates: list[Candidate], options: P
         cost = sum(n * c.cost_usd_per_hour for c, n in zip(subset, counts))
         score = {"max_goodput": solved.scale, "min_cost": -cost, "min_power": -power}[workload.objective]
         baseline = Baseline(device=device, goodput_scale=solved.scale, power_kw=power, cost_usd_per_hour=cost,
-                            status=plan_status(solved.result))
+                            status=solved.status(options.for_baseline().relative_gap))
         if best is None or score > best[0] + 1e-12:
             best = (score, baseline)
     if best is None:

@@ -22,16 +22,19 @@ from planner.schema import (
 from planner.solvers.base import SolveResult, Termination
 from planner.units import WATTS_PER_KW
 
-STATUS = {
-    Termination.OPTIMAL: "optimal",
-    Termination.FEASIBLE: "feasible",
-    Termination.TIME_LIMIT: "time_limit",
-}
+#: a plan is "optimal" when proven within this relative gap; otherwise "feasible" and the gap is reported.
+PROVEN_GAP = 1e-6
 
 
-def plan_status(result: SolveResult) -> PlanStatus:
-    """Plan status of a solve: optimal, feasible (gap), time_limit, or infeasible."""
-    return STATUS.get(result.termination, "infeasible")  # type: ignore[return-value]
+def plan_status(result: SolveResult, requested_gap: float) -> PlanStatus:
+    """optimal (proven within 1e-6), feasible (stopped at the requested gap), time_limit, or infeasible."""
+    if result.termination is Termination.TIME_LIMIT:
+        return "time_limit"
+    if result.termination in (Termination.OPTIMAL, Termination.FEASIBLE):
+        gap = result.gap
+        proven = gap is not None and gap <= PROVEN_GAP or gap is None and requested_gap <= PROVEN_GAP
+        return "optimal" if result.termination is Termination.OPTIMAL and proven else "feasible"
+    return "infeasible"
 
 
 def replica_counts(model: IlpModel, result: SolveResult) -> np.ndarray:
@@ -137,8 +140,8 @@ def binding_constraints(workload: Workload, candidates: list[Candidate], pools: 
     return binding
 
 
-def solver_info(result: SolveResult, total_time_s: float) -> SolverInfo:
-    return SolverInfo(backend=result.backend, engine=result.engine, time_s=total_time_s, gap=result.gap,
+def solver_info(result: SolveResult, total_time_s: float, gap: float | None) -> SolverInfo:
+    return SolverInfo(backend=result.backend, engine=result.engine, time_s=total_time_s, gap=gap,
                       engine_version=result.engine_version)
 
 

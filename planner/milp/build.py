@@ -48,16 +48,18 @@ class BuildOptions:
 ELASTIC_PENALTY = {"power": 1.0, "inventory": 1e3, "cost": 1e-3}
 
 
-def build_model(workload: Workload, candidates: list[Candidate], options: BuildOptions = BuildOptions()) -> IlpModel:
-    """The MILP over ``candidates`` for ``workload`` (see the module docstring for the formulation)."""
+def build_model(workload: Workload, units: dict[tuple[str, str], list[str]], candidates: list[Candidate],
+                options: BuildOptions = BuildOptions()) -> IlpModel:
+    """The MILP over ``candidates`` for ``workload``; ``units`` lists the pool units of each (class, strategy)
+    of the task graph, so a unit without candidates forces its strategy's traffic to zero."""
     b = ModelBuilder()
     pue = workload.constraints.pue
     n = b.add_block("n", [c.key for c in candidates], integer=True, objective=_replica_costs(candidates, pue, options))
-    pairs = sorted({(c.class_name, c.strategy) for c in candidates})
+    pairs = sorted(units)
     z = dict(zip(pairs, b.add_block("z", [f"{k}/{s}" for k, s in pairs])))
     (scale,) = b.add_block("scale", ["lambda"], objective=[-1.0 if options.objective == "max_goodput" and options.min_scale is None else 0.0])
     add_split(b, workload, z, scale)
-    add_demand(b, workload, candidates, n, z)
+    add_demand(b, workload, units, candidates, n, z)
     add_power(b, workload, candidates, n, options)
     add_inventory(b, workload, candidates, n, options)
     add_cost(b, workload, candidates, n, options)
@@ -85,17 +87,14 @@ def add_split(b: ModelBuilder, workload: Workload, z: dict, scale: int) -> None:
         b.add_row(f"split:{rc.name}", cols + [scale], [1.0] * len(cols) + [-1.0], lo=0.0, hi=0.0)
 
 
-def add_demand(b: ModelBuilder, workload: Workload, candidates: list[Candidate], n: list[int], z: dict) -> None:
+def add_demand(b: ModelBuilder, workload: Workload, units: dict, candidates: list[Candidate], n: list[int], z: dict) -> None:
     """(2) each pool unit of each (class, strategy) has the capacity its traffic needs."""
     rate = {rc.name: rc.rate_rps for rc in workload.classes}
     groups = defaultdict(list)
     for c, j in zip(candidates, n):
         groups[(c.class_name, c.strategy, c.role)].append((j, c.effective_rps))
-    units_of = defaultdict(set)
-    for k, s, u in groups:
-        units_of[(k, s)].add(u)
     for (k, s), j_z in z.items():
-        for u in sorted(units_of[(k, s)]):
+        for u in units[(k, s)]:
             cols = [j for j, _ in groups[(k, s, u)]]
             vals = [cap for _, cap in groups[(k, s, u)]]
             b.add_row(f"demand:{k}/{s}/{u}", cols + [j_z], vals + [-rate[k]], lo=0.0)

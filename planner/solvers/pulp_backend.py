@@ -107,12 +107,13 @@ class PulpBackend:
 
     @staticmethod
     def _bound(problem, engine: str, objective: float | None, sol_status: int) -> float | None:
-        if sol_status == pulp.LpSolutionOptimal:
-            return objective
+        """HiGHS reports its dual bound; CBC through PuLP reports none."""
         if engine == "highs" and getattr(problem, "solverModel", None) is not None:
-            bound = problem.solverModel.getInfo().mip_dual_bound
-            return float(bound) if np.isfinite(bound) else None
-        return None
+            info = problem.solverModel.getInfo()
+            bound = info.mip_dual_bound if problem.isMIP() else info.objective_function_value
+            if np.isfinite(bound):
+                return float(bound)
+        return objective if sol_status == pulp.LpSolutionOptimal and engine == "highs" else None
 
 
 @contextmanager

@@ -1,0 +1,329 @@
+"""The procurement workbook of a plan: Summary, Bill of Materials, Pools, TCO, Assumptions.
+
+Every derived number is a live formula over the cells (unit prices, device counts, the TCO inputs) and is
+written with the value computed in :mod:`planner.export.bom` as its cached result, so readers that do not
+recalculate (pandas, openpyxl, viewers) see the same numbers Excel or LibreOffice compute.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import xlsxwriter
+
+from planner.catalog import Catalog
+from planner.export.assumptions import plan_assumptions
+from planner.export.bom import (
+    DEPRECIATION_YEARS,
+    ELECTRICITY_USD_PER_KWH,
+    HOSTING_USD_PER_KW_MONTH,
+    RACK_UNITS_PER_RACK,
+    UTILIZATION,
+    BomLine,
+    Tco,
+    TcoInputs,
+    bom_lines,
+    plan_devices,
+    tco_of,
+)
+from planner.export.cells import cell, put
+from planner.export.plan_sheets import (
+    ASSUMPTIONS_SHEET,
+    BOM_SHEET,
+    POOLS_SHEET,
+    BomTotals,
+    write_assumptions_sheet,
+    write_bom_sheet,
+    write_pools_sheet,
+)
+from planner.export.styles import Styles
+from planner.schema import Plan
+
+SUMMARY_SHEET = "Summary"
+TCO_SHEET = "TCO"
+SHEETS = (SUMMARY_SHEET, BOM_SHEET, POOLS_SHEET, TCO_SHEET, ASSUMPTIONS_SHEET)
+
+
+@dataclass(frozen=True)
+class PlanBook:
+    """What a plan workbook computes: its lines and TCO (the cached values of the formula cells)."""
+
+    lines: list[BomLine]
+    tco: Tco
+
+
+def default_inputs(plan: Plan) -> TcoInputs:
+    """The TCO inputs a workbook opens with; PUE is the plan's own."""
+    return TcoInputs(pue=plan.workload.constraints.pue)
+
+
+def plan_book(plan: Plan, catalog: Catalog, inputs: TcoInputs | None = None) -> PlanBook:
+    """Bill of materials and TCO of a plan (pure: what the workbook's formulas evaluate to)."""
+    inputs = inputs or default_inputs(plan)
+    lines = bom_lines(plan, catalog, inputs.rack_units_per_rack)
+    return PlanBook(lines, tco_of(plan, lines, inputs))
+
+
+def write_plan_workbook(plan: Plan, catalog: Catalog, path: str | Path, inputs: TcoInputs | None = None,
+                        source: str = "") -> PlanBook:
+    """Write the workbook to ``path``; ``source`` names the plan file on the Summary sheet."""
+    book = plan_book(plan, catalog, inputs)
+    assumptions = plan_assumptions(plan, catalog, plan_devices(plan))  # before the file: UnknownId leaves none
+    workbook = xlsxwriter.Workbook(str(path))
+    style = Styles(workbook)
+    sheets = {name: workbook.add_worksheet(name) for name in SHEETS}
+    totals = write_bom_sheet(sheets[BOM_SHEET], style, book.lines, book.tco.inputs.pue,
+                             f"Bill of materials: {plan.model}, {plan.totals.devices:,} devices")
+    for key, name in (("extended_price_usd", "capex_usd"), ("it_power_kw", "it_power_kw"),
+                      ("facility_power_kw", "facility_power_kw"), ("fleet_usd_per_hour", "fleet_usd_per_hour")):
+        workbook.define_name(name, f"='{BOM_SHEET}'!{totals.refs[key]}")
+    write_pools_sheet(sheets[POOLS_SHEET], style, plan)
+    _write_tco_sheet(workbook, sheets[TCO_SHEET], style, book.tco)
+    _write_summary_sheet(workbook, sheets[SUMMARY_SHEET], style, plan, book, totals, source)
+    write_assumptions_sheet(sheets[ASSUMPTIONS_SHEET], style, assumptions)
+    for ws in sheets.values():
+        ws.set_landscape()
+        ws.fit_to_pages(1, 0)  # print a sheet one page wide
+    workbook.set_properties({"title": f"siliconmix plan: {plan.model}", "subject": "procurement workbook",
+                             "comments": "Formulas carry cached values computed by siliconmix."})
+    workbook.close()
+    return book
+
+
+# ------------------------------------------------------------------------------------------------- TCO
+TCO_INPUTS = (
+    # name, label, unit, number format, source, data validation
+    ("electricity_usd_per_kwh", "Electricity price", "$/kWh", "usd3", ELECTRICITY_USD_PER_KWH.source,
+     {"validate": "decimal", "criteria": ">=", "value": 0}),
+    ("pue", "PUE", "facility / IT power", "dec2", "the plan's workload (constraints.pue); the power budget was solved "
+     "with it", {"validate": "decimal", "criteria": "between", "minimum": 1, "maximum": 3}),
+    ("depreciation_years", "Depreciation period", "years", "dec1", DEPRECIATION_YEARS.source,
+     {"validate": "decimal", "criteria": ">", "value": 0}),
+    ("utilization", "Utilisation", "share of the year", "pct", UTILIZATION.source,
+     {"validate": "decimal", "criteria": "between", "minimum": 0.001, "maximum": 1}),
+    ("hosting_usd_per_kw_month", "Hosting (colocation)", "$/kW-month of IT load", "usd",
+     HOSTING_USD_PER_KW_MONTH.source,
+     {"validate": "decimal", "criteria": ">=", "value": 0}),
+    ("rack_units_per_rack", "Rack space", "U per rack", "int", RACK_UNITS_PER_RACK.source,
+     {"validate": "decimal", "criteria": ">", "value": 0}),
+)
+
+# name, label, unit, number format, formula (over defined names and rows above), meaning
+TCO_ROWS = (
+    ("capex", "Capex", "$", "usd", "=capex_usd", "sum of extended prices (Bill of Materials)"),
+    ("it_kw", "IT power", "kW", "dec1", "=it_power_kw", "devices x (TDP + node overhead share)"),
+    ("facility_kw", "Facility power", "kW", "dec1", "=it_power_kw*pue", "IT power x PUE"),
+    ("energy_kwh", "Energy per year", "kWh/year", "int", "={facility_kw}*8760",
+     "facility power x 8,760 h: provisioned power all year"),
+    ("energy_usd", "Energy cost per year", "$/year", "usd", "={energy_kwh}*electricity_usd_per_kwh",
+     "energy x electricity price"),
+    ("hosting_usd", "Hosting per year", "$/year", "usd", "=it_power_kw*hosting_usd_per_kw_month*12",
+     "IT power x hosting price x 12 months"),
+    ("opex", "Opex per year", "$/year", "usd", "={energy_usd}+{hosting_usd}", "energy + hosting"),
+    ("depreciation", "Depreciation per year", "$/year", "usd", "=capex_usd/depreciation_years",
+     "capex / depreciation period (straight line)"),
+    ("total", "Total cost per year", "$/year", "usd", "={depreciation}+{opex}", "depreciation + opex"),
+    ("tokens_per_s", "Output tokens per second", "tokens/s", "int", "=output_tokens_per_s",
+     "the plan's served rate x output tokens, summed over classes (Summary)"),
+    ("mtok_hour", "Million output tokens per hour", "M tokens/h", "dec2",
+     "={tokens_per_s}*3600*utilization/1000000", "tokens/s x 3,600 x utilisation / 1e6"),
+    ("mtok_year", "Million output tokens per year", "M tokens/year", "int", "={mtok_hour}*8760", "per hour x 8,760"),
+    ("usd_per_mtok", "Cost per million output tokens (owned)", "$/M tokens", "usd3", "={total}/{mtok_year}",
+     "total cost per year / million tokens per year"),
+    ("fleet_hourly", "Fleet at the catalog's hourly prices", "$/h", "usd2", "=fleet_usd_per_hour",
+     "devices x hourly price (Bill of Materials)"),
+    ("usd_per_mtok_hourly", "Cost per million output tokens at hourly prices", "$/M tokens", "usd3",
+     "={fleet_hourly}/{mtok_hour}", "fleet $/h / million tokens per hour"),
+)
+TCO_NAMED = {"total": "total_usd_per_year", "usd_per_mtok": "usd_per_million_tokens",
+             "usd_per_mtok_hourly": "usd_per_million_tokens_hourly", "opex": "opex_usd_per_year"}
+
+
+def tco_values(tco: Tco) -> dict[str, float | None]:
+    return {
+        "capex": tco.capex_usd, "it_kw": tco.it_power_kw, "facility_kw": tco.facility_power_kw,
+        "energy_kwh": tco.energy_kwh_per_year, "energy_usd": tco.energy_usd_per_year,
+        "hosting_usd": tco.hosting_usd_per_year, "opex": tco.opex_usd_per_year,
+        "depreciation": tco.depreciation_usd_per_year, "total": tco.total_usd_per_year,
+        "tokens_per_s": tco.output_tokens_per_s, "mtok_hour": tco.million_tokens_per_hour,
+        "mtok_year": tco.million_tokens_per_year, "usd_per_mtok": tco.usd_per_million_tokens,
+        "fleet_hourly": tco.fleet_usd_per_hour, "usd_per_mtok_hourly": tco.usd_per_million_tokens_hourly,
+    }
+
+
+def _write_tco_sheet(workbook, ws, style, tco: Tco) -> None:
+    ws.write_string(0, 0, "Total cost of ownership", style("title"))
+    for col, (header, width) in enumerate((("Input", 44), ("Value", 16), ("Unit", 24), ("Source or formula", 110))):
+        ws.write_string(1, col, header, style("header"))
+        ws.set_column(col, col, width)
+    ws.freeze_panes(2, 0)
+    row = 2
+    for name, label, unit, number, source, validation in TCO_INPUTS:
+        ws.write_string(row, 0, label, style("label"))
+        ws.write_number(row, 1, getattr(tco.inputs, name), style("input", number))
+        ws.data_validation(row, 1, row, 1, {**validation, "error_message": f"{label}: {unit}"})
+        ws.write_string(row, 2, unit)
+        ws.write_string(row, 3, source, style("note"))
+        workbook.define_name(name, f"='{TCO_SHEET}'!{cell(row, 1, absolute=True)}")
+        row += 1
+    row += 1
+    for col, header in enumerate(("Quantity", "Value", "Unit", "Formula")):
+        ws.write_string(row, col, header, style("header"))
+    row += 1
+    values, refs = tco_values(tco), {}
+    for name, label, unit, number, formula, meaning in TCO_ROWS:
+        refs[name] = cell(row, 1)
+        role = "headline" if name.startswith("usd_per_mtok") else "formula"
+        ws.write_string(row, 0, label, style("label"))
+        put(ws, row, 1, values[name], style(role, number), formula.format(**refs))
+        ws.write_string(row, 2, unit)
+        ws.write_string(row, 3, meaning, style("note"))
+        if name in TCO_NAMED:
+            workbook.define_name(TCO_NAMED[name], f"='{TCO_SHEET}'!{cell(row, 1, absolute=True)}")
+        row += 1
+
+
+# --------------------------------------------------------------------------------------------- Summary
+CLASS_HEADERS = (
+    ("Class", 18, "text"), ("Rate (req/s)", 10, "dec2"), ("Served (req/s)", 11, "dec2"), ("Input tokens", 10, "int"),
+    ("Output tokens", 10, "int"), ("Output tokens/s", 12, "int"), ("TTFT SLO (ms)", 10, "dec1"),
+    ("TTFT predicted (ms)", 11, "dec1"), ("TPOT SLO (ms)", 10, "dec1"), ("TPOT predicted (ms)", 11, "dec2"),
+    ("Tokens/s per user", 10, "dec1"), ("SLO met", 8, "text"),
+)
+
+
+def _write_summary_sheet(workbook, ws, style, plan: Plan, book: PlanBook, totals: BomTotals, source: str) -> None:
+    for col, (_, width, _) in enumerate(CLASS_HEADERS):
+        ws.set_column(col, col, width)
+    ws.set_column(0, 0, 64)
+    ws.set_column(1, 2, 16)
+    ws.write_string(0, 0, f"siliconmix plan: {plan.model}", style("title"))
+    ws.freeze_panes(1, 0)
+    ws.write_string(1, 0, "Blue numbers on yellow are inputs (Bill of Materials, TCO); every total follows them.",
+                    style("note"))
+    row = _write_facts(ws, style, plan, source, 3)
+    row = _write_headline(ws, style, book.tco, row + 1)
+    row = _write_totals(ws, style, plan, book, totals, row + 1)
+    if not catalog_matches_plan(plan, book):
+        ws.write_string(row, 0, "The catalog changed since this plan was solved: the workbook prices the current "
+                                "catalog, the 'As planned' column shows the plan's own totals.", style("warning"))
+        row += 1
+    _write_classes(workbook, ws, style, plan, row + 1)
+
+
+def _write_facts(ws, style, plan: Plan, source: str, row: int) -> int:
+    w, solver = plan.workload, plan.solver
+    gap = f", gap {solver.gap:.2%}" if solver.gap else ""
+    verdict = "not run"
+    if plan.verification is not None:
+        verdict = ("all constraints hold (recomputed without the solver)" if plan.verification.ok
+                   else "; ".join(plan.verification.messages))
+    facts = [
+        ("Plan file", source or "-"),
+        ("Model", f"{w.model} (weights {w.dtype}, KV cache {w.kv_dtype})"),
+        ("Workload", f"{len(w.classes)} classes: " + ", ".join(c.name for c in w.classes)),
+        ("Strategies allowed", ", ".join(w.strategies)),
+        ("Objective", plan.objective),
+        ("Status", f"{plan.status} ({solver.backend}/{solver.engine}{gap})"),
+        ("Power budget (kW, facility)", f"{w.constraints.power_budget_kw:,g} kW at PUE {w.constraints.pue:g}"),
+        ("Goodput scale (x the workload's rates)", plan.goodput_scale),
+        ("Binding constraints", ", ".join(plan.binding_constraints) or "none"),
+        ("Verification", verdict),
+    ]
+    ws.write_string(row, 0, "Plan", style("section"))
+    for offset, (label, value) in enumerate(facts, start=1):
+        ws.write_string(row + offset, 0, label, style("label"))
+        put(ws, row + offset, 1, value, style("value", "dec3"))
+    return row + len(facts) + 1
+
+
+def _write_classes(workbook, ws, style, plan: Plan, row: int) -> int:
+    """Per class: rates, tokens, SLO vs prediction (SLO met is a formula); then served and tokens totals."""
+    ws.write_string(row, 0, "Classes", style("section"))
+    header = row + 1
+    for col, (text, _, _) in enumerate(CLASS_HEADERS):
+        ws.write_string(header, col, text, style("header"))
+    ws.set_row(header, 45)
+    spec = {rc.name: rc for rc in plan.workload.classes}
+    first = header + 1
+    for r, result in enumerate(plan.classes, start=first):
+        rc = spec[result.name]
+        met = _slo_met(result.ttft_ms, rc.slo.ttft_ms) and _slo_met(result.tpot_ms, rc.slo.tpot_ms)
+        values = [result.name, result.rate_rps, result.rate_rps_served, rc.input_tokens, rc.output_tokens,
+                  result.rate_rps_served * rc.output_tokens, rc.slo.ttft_ms, result.ttft_ms, rc.slo.tpot_ms,
+                  result.tpot_ms, result.output_tokens_per_s_per_user, "yes" if met else "no"]
+        formulas = {5: f"={cell(r, 2)}*{cell(r, 4)}",
+                    11: f'=IF(AND(ISNUMBER({cell(r, 7)}),ISNUMBER({cell(r, 9)}),ROUND({cell(r, 7)},3)<={cell(r, 6)},'
+                        f'ROUND({cell(r, 9)},3)<={cell(r, 8)}),"yes","no")'}
+        for col, value in enumerate(values):
+            put(ws, r, col, value, style("formula" if col in formulas else "value", CLASS_HEADERS[col][2]),
+                formulas.get(col))
+    last = first + len(plan.classes) - 1
+    total = last + 1
+    ws.write_string(total, 0, "Total", style("total"))
+    served = sum(c.rate_rps_served for c in plan.classes)
+    tokens = sum(c.rate_rps_served * spec[c.name].output_tokens for c in plan.classes)
+    all_met = all(_slo_met(c.ttft_ms, spec[c.name].slo.ttft_ms) and _slo_met(c.tpot_ms, spec[c.name].slo.tpot_ms)
+                  for c in plan.classes)
+    for col in range(1, len(CLASS_HEADERS)):
+        ws.write_blank(total, col, None, style("total"))
+    put(ws, total, 2, served, style("total", "dec2"), f"=SUM({cell(first, 2)}:{cell(last, 2)})")
+    put(ws, total, 5, tokens, style("total", "int"), f"=SUM({cell(first, 5)}:{cell(last, 5)})")
+    put(ws, total, 11, "all" if all_met else "NOT ALL", style("total"),
+        f'=IF(COUNTIF({cell(first, 11)}:{cell(last, 11)},"no")=0,"all","NOT ALL")')
+    workbook.define_name("output_tokens_per_s", f"='{SUMMARY_SHEET}'!{cell(total, 5, absolute=True)}")
+    return total + 1
+
+
+def _slo_met(predicted: float | None, slo: float) -> bool:
+    """Predicted within the SLO to the microsecond (the solver meets SLOs with equality up to rounding)."""
+    return predicted is not None and round(predicted, 3) <= slo
+
+
+def _write_headline(ws, style, tco: Tco, row: int) -> int:
+    ws.write_string(row, 0, "Headline", style("section"))
+    lines = [
+        ("$ per million output tokens (owned: depreciation, energy, hosting)", tco.usd_per_million_tokens,
+         "=usd_per_million_tokens"),
+        ("$ per million output tokens at the catalog's hourly prices", tco.usd_per_million_tokens_hourly,
+         "=usd_per_million_tokens_hourly"),
+    ]
+    for offset, (label, value, formula) in enumerate(lines, start=1):
+        ws.write_string(row + offset, 0, label, style("label"))
+        put(ws, row + offset, 1, value, style("headline", "usd3"), formula)
+    return row + len(lines) + 1
+
+
+def _write_totals(ws, style, plan: Plan, book: PlanBook, totals: BomTotals, row: int) -> int:
+    """Totals as formulas over the other sheets, next to the plan's own numbers for comparison."""
+    ws.write_string(row, 0, "Totals", style("section"))
+    for col, text in enumerate(("Quantity", "This workbook", "As planned")):
+        ws.write_string(row + 1, col, text, style("header"))
+    bom = f"'{BOM_SHEET}'!"
+    t, tco = plan.totals, book.tco
+    lines = [
+        ("Devices", totals.values["devices"], f"={bom}{totals.refs['devices']}", t.devices, "int"),
+        ("Nodes", totals.values["nodes"], f"={bom}{totals.refs['nodes']}", None, "int"),
+        ("Racks (by space, where the catalog knows rack units)", totals.values["racks"],
+         f"={bom}{totals.refs['racks']}", None, "int"),
+        ("Capex ($)", tco.capex_usd, "=capex_usd", t.capex_usd, "usd"),
+        ("IT power (kW)", tco.it_power_kw, "=it_power_kw", t.it_power_kw, "dec1"),
+        ("Facility power (kW)", totals.values["facility_power_kw"], "=facility_power_kw", t.power_kw, "dec1"),
+        ("Fleet at hourly prices ($/h)", tco.fleet_usd_per_hour, "=fleet_usd_per_hour", t.cost_usd_per_hour, "usd2"),
+        ("Opex per year ($)", tco.opex_usd_per_year, "=opex_usd_per_year", None, "usd"),
+        ("Total cost per year ($)", tco.total_usd_per_year, "=total_usd_per_year", None, "usd"),
+    ]
+    for offset, (label, value, formula, planned, number) in enumerate(lines, start=2):
+        ws.write_string(row + offset, 0, label, style("label"))
+        put(ws, row + offset, 1, value, style("formula", number), formula)
+        put(ws, row + offset, 2, planned, style("value", number))
+    return row + len(lines) + 2
+
+
+def catalog_matches_plan(plan: Plan, book: PlanBook, rel: float = 1e-6) -> bool:
+    """True when today's catalog prices and powers the plan as it was solved."""
+    pairs = ((book.tco.capex_usd, plan.totals.capex_usd), (book.tco.it_power_kw, plan.totals.it_power_kw),
+             (book.tco.fleet_usd_per_hour, plan.totals.cost_usd_per_hour))
+    return all(abs(a - b) <= rel * max(abs(b), 1.0) for a, b in pairs)
+

@@ -1,0 +1,45 @@
+"""Synthetic placement problems small enough to enumerate by hand."""
+
+from __future__ import annotations
+
+import pytest
+
+from planner.candidates import Candidate
+from planner.schema import Workload
+
+
+def candidate(class_name: str, role: str, device: str, capacity_rps: float, power_w: float,
+              strategy: str = "pd_disagg", devices: int = 1, cost: float = 1.0) -> Candidate:
+    return Candidate(
+        class_name=class_name, strategy=strategy, role=role, device=device, tp=devices, batch=1,
+        devices_by_type={device: devices}, power_w=power_w, cost_usd_per_hour=cost, capex_usd=1000.0 * cost,
+        capacity_rps=capacity_rps, utilization_cap=1.0, ttft_ms=None, tpot_ms=None, limited_by="memory",
+    )
+
+
+def workload(classes: dict[str, float], power_budget_kw: float, objective: str = "max_goodput",
+             inventory: dict | None = None) -> Workload:
+    return Workload.model_validate({
+        "model": "llama-3.1-8b",
+        "classes": [{"name": k, "rate_rps": r, "input_tokens": 100, "output_tokens": 10,
+                     "slo": {"ttft_ms": 1000, "tpot_ms": 100}} for k, r in classes.items()],
+        "strategies": ["pd_disagg"],
+        "constraints": {"power_budget_kw": power_budget_kw, "pue": 1.0, "inventory": inventory or {}},
+        "objective": objective,
+    })
+
+
+def units_for(classes) -> dict:
+    return {(k, "pd_disagg"): ["decode", "prefill"] for k in classes}
+
+
+@pytest.fixture()
+def tiny():
+    """One class at 1 req/s; prefill on A (2 rps, 1 kW) or B (5 rps, 2.2 kW); decode on C (3 rps, 1.5 kW) or D (7 rps, 3 kW)."""
+    cands = [
+        candidate("chat", "prefill", "a", 2.0, 1000.0),
+        candidate("chat", "prefill", "b", 5.0, 2200.0),
+        candidate("chat", "decode", "c", 3.0, 1500.0),
+        candidate("chat", "decode", "d", 7.0, 3000.0),
+    ]
+    return workload({"chat": 1.0}, 10.0), units_for(["chat"]), cands

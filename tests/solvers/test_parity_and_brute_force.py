@@ -1,0 +1,128 @@
+"""Different engines reach the same optimum; on tiny instances enumeration agrees with the MILP."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from planner.milp.build import BuildOptions, build_model
+from planner.solvers import SolveOptions, Termination, get_backend
+from tests.solvers.conftest import candidate, units_for, workload
+
+ENGINES = [("ortools", "scip"), ("ortools", "highs"), ("pulp", "highs"), ("pulp", "cbc")]
+EXACT = SolveOptions(time_limit_s=30, relative_gap=1e-9)
+
+
+def max_scale(wl, units, cands, backend="ortools", engine=None) -> float:
+    model = build_model(wl, units, cands, BuildOptions(objective="max_goodput"))
+    result = get_backend(backend).solve(model, SolveOptions(time_limit_s=30, relative_gap=1e-9, engine=engine))
+    assert result.termination is Termination.OPTIMAL, result
+    assert model.max_violation(result.x) < 1e-6
+    return float(result.x[model.blocks["scale"]][0])
+
+
+def brute_force_scale(wl, cands, max_replicas: int) -> float:
+    """Enumerate every replica vector: the best λ = min over units of capacity / rate within the power budget."""
+    budget_w = wl.constraints.power_budget_kw * 1e3
+    best = 0.0
+    for counts in itertools.product(range(max_replicas + 1), repeat=len(cands)):
+        if sum(n * c.power_w for n, c in zip(counts, cands)) > budget_w + 1e-9:
+            continue
+        scale = np.inf
+        for rc in wl.classes:
+            for role in ("prefill", "decode"):
+                capacity = sum(n * c.effective_rps for n, c in zip(counts, cands) if c.class_name == rc.name and c.role == role)
+                scale = min(scale, capacity / rc.rate_rps)
+        best = max(best, scale)
+    return best
+
+
+@pytest.mark.parametrize("backend, engine", ENGINES)
+def test_tiny_instance_matches_enumeration(tiny, backend, engine):
+    wl, units, cands = tiny
+    # hand check: 10 kW buys e.g. 2·B (4.4 kW, 10 rps) + 1·C + 1·D (4.5 kW, 10 rps) → λ = 10
+    assert brute_force_scale(wl, cands, 6) == pytest.approx(10.0)
+    assert max_scale(wl, units, cands, backend, engine) == pytest.approx(10.0, rel=1e-9)
+
+
+@st.composite
+def instances(draw):
+    classes = {f"k{i}": draw(st.floats(0.5, 3.0)) for i in range(draw(st.integers(1, 2)))}
+    cands = []
+    for k in classes:
+        for role in ("prefill", "decode"):
+            for j in range(draw(st.integers(1, 2))):
+                cands.append(candidate(k, role, f"{role[0]}{j}", draw(st.floats(0.5, 8.0)), draw(st.floats(200.0, 3000.0))))
+    budget_kw = draw(st.floats(2.0, 12.0))
+    return workload(classes, budget_kw), units_for(classes), cands
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(instances())
+def test_random_tiny_instances_match_enumeration(instance):
+    wl, units, cands = instance
+    replicas = 4 if len(cands) <= 4 else 3
+    expected = brute_force_scale(wl, cands, replicas)
+    # the enumeration is capped; only compare when the MILP's optimum is within the cap
+    model = build_model(wl, units, cands, BuildOptions(objective="max_goodput"))
+    result = get_backend("ortools").solve(model, EXACT)
+    counts = np.round(result.x[model.blocks["n"]])
+    if counts.max(initial=0) <= replicas:
+        assert float(result.x[model.blocks["scale"]][0]) == pytest.approx(expected, rel=1e-7, abs=1e-9)
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(instances())
+def test_random_instances_same_optimum_across_engines(instance):
+    wl, units, cands = instance
+    scip = max_scale(wl, units, cands, "ortools", "scip")
+    highs = max_scale(wl, units, cands, "pulp", "highs")
+    cbc = max_scale(wl, units, cands, "pulp", "cbc")
+    assert highs == pytest.approx(scip, rel=1e-6, abs=1e-9)
+    assert cbc == pytest.approx(scip, rel=1e-6, abs=1e-9)
+
+
+def test_min_power_and_min_cost_serve_scale_one(tiny):
+    wl, units, cands = tiny
+    for objective in ("min_power", "min_cost"):
+        w = wl.model_copy(update={"objective": objective})
+        model = build_model(w, units, cands, BuildOptions(objective=objective))
+        for backend in ("ortools", "pulp"):
+            r = get_backend(backend).solve(model, EXACT)
+            assert r.termination is Termination.OPTIMAL
+            assert r.x[model.blocks["scale"]][0] == pytest.approx(1.0)
+    # min power at scale 1: one A (1 kW, 2 rps ≥ 1) + one C (1.5 kW) = 2.5 kW
+    model = build_model(wl.model_copy(update={"objective": "min_power"}), units, cands, BuildOptions(objective="min_power"))
+    assert get_backend("pulp").solve(model, EXACT).objective == pytest.approx(2.5)
+
+
+def test_unit_without_candidates_forces_zero_traffic(tiny):
+    wl, units, cands = tiny
+    prefill_only = [c for c in cands if c.role == "prefill"]
+    assert max_scale(wl, units, prefill_only) == pytest.approx(0.0, abs=1e-9)
+
+
+def test_inventory_limits_the_plan(tiny):
+    wl, units, cands = tiny
+    limited = workload({"chat": 1.0}, 10.0, inventory={"d": 0, "b": 1})
+    # decode only on C now; prefill on A or one B
+    scale = max_scale(limited, units, cands)
+    assert scale < 10.0
+    assert scale == pytest.approx(brute_force_scale_with_inventory(limited, cands, {"d": 0, "b": 1}, 6))
+
+
+def brute_force_scale_with_inventory(wl, cands, inventory, replicas):
+    allowed = [c for c in cands if inventory.get(c.device, 99) > 0]
+    best = 0.0
+    for counts in itertools.product(range(replicas + 1), repeat=len(allowed)):
+        if any(n > inventory.get(c.device, 99) for n, c in zip(counts, allowed)):
+            continue
+        if sum(n * c.power_w for n, c in zip(counts, allowed)) > wl.constraints.power_budget_kw * 1e3:
+            continue
+        cap = [sum(n * c.effective_rps for n, c in zip(counts, allowed) if c.role == role) for role in ("prefill", "decode")]
+        best = max(best, min(cap) / wl.classes[0].rate_rps)
+    return best

@@ -247,7 +247,8 @@ def plan_command(
     objective: ObjectiveChoice | None = typer.Option(None, help="override the objective"),
     solver: SolverChoice = typer.Option(SolverChoice.ortools, help="MILP backend"),
     engine: str | None = typer.Option(None, help="ortools: scip (default) | highs; pulp: highs (default) | cbc"),
-    time_limit_s: float = typer.Option(30.0, help="time limit per MILP solve (s)"),
+    time_limit_s: float = typer.Option(10.0, help="time limit per MILP solve (s); the best plan found so far is returned"),
+    gap: float = typer.Option(1e-4, help="relative optimality gap at which a solve stops (0.0001 = 0.01 %)"),
     devices: str | None = typer.Option(None, help="comma-separated device ids to allow"),
     baseline: bool = typer.Option(True, help="also solve the best homogeneous fleet"),
     as_json: bool = typer.Option(False, "--json", help="print the plan as JSON"),
@@ -259,11 +260,14 @@ def plan_command(
     catalog = catalog_or_fail()
     if time_limit_s <= 0:
         fail(f"--time-limit-s: must be positive (got {time_limit_s})")
+    if not 0 <= gap < 1:
+        fail(f"--gap: must be in [0, 1) (got {gap})")
     overrides = {"power_budget_kw": power_budget_kw, "objective": objective.value if objective else None,
                  "devices": [d.strip() for d in devices.split(",") if d.strip()] if devices else None}
     try:
         workload = load_workload(workload_file, overrides)
-        options = PlanOptions(solver=solver.value, engine=engine, time_limit_s=time_limit_s, baseline=baseline)
+        options = PlanOptions(solver=solver.value, engine=engine, time_limit_s=time_limit_s, relative_gap=gap,
+                              baseline=baseline)
         plan = plan_workload(workload, catalog, options)
     except ValidationError as exc:
         fail(f"{workload_file}: {validation_line(exc)}")
@@ -287,7 +291,8 @@ def show_plan(plan) -> None:
         return
     console.print(f"[bold]{plan.model}[/]  status [bold]{plan.status}[/]  objective {plan.objective}  "
                   f"goodput scale [bold]{plan.goodput_scale:.3f}[/] x the workload's rates  "
-                  f"({plan.solver.backend}/{plan.solver.engine}, {plan.solver.time_s:.2f} s)", highlight=False)
+                  f"({plan.solver.backend}/{plan.solver.engine}, {plan.solver.time_s:.2f} s"
+                  + (f", gap {plan.solver.gap:.2%}" if plan.solver.gap else "") + ")", highlight=False)
     pools = Table(title="Pools")
     for col in ("class", "strategy", "role", "device", "tp", "partner", "batch", "replicas", "devices", "util", "TTFT ms", "TPOT ms", "kW"):
         pools.add_column(col, justify="left" if col in ("class", "strategy", "role", "device", "partner") else "right")
@@ -328,3 +333,4 @@ def main() -> None:
 
 
 # Commands that live in their own modules register themselves on `app` when imported (one line each).
+import planner.commands.export  # noqa: E402,F401

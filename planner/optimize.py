@@ -71,10 +71,11 @@ class Solved:
     def scale(self) -> float:
         return scale_of(self.model, self.result) if self.result.has_solution else 0.0
 
-    def status(self, requested_gap: float) -> str:
-        """The weakest status over the stages (the goodput stage's gap counts as much as the power stage's)."""
+    @property
+    def status(self) -> str:
+        """The weakest status over the stages (the goodput stage counts as much as the power stage)."""
         order = ["optimal", "feasible", "time_limit", "infeasible"]
-        return max((plan_status(r, requested_gap) for r in self.stages), key=order.index)
+        return max((plan_status(r) for r in self.stages), key=order.index)
 
     @property
     def gap(self) -> float | None:
@@ -137,7 +138,7 @@ def _decode(workload: Workload, solved: Solved, graph_json: dict, info, baseline
     totals = totals_of(pools, workload.constraints.pue)
     scale = solved.scale
     return Plan(
-        status=solved.status(options.relative_gap), objective=workload.objective, model=workload.model, goodput_scale=scale,
+        status=solved.status, objective=workload.objective, model=workload.model, goodput_scale=scale,
         solver=info, pools=tuple(pools), totals=totals, classes=tuple(classes_of(workload, pools, split, scale)),
         binding_constraints=tuple(binding_constraints(workload, solved.candidates, pools, totals)),
         baseline=baseline, gain=_gain(workload, scale, totals, baseline), graph=graph_json, workload=workload,
@@ -166,7 +167,7 @@ def best_homogeneous(workload: Workload, units: dict, candidates: list[Candidate
         cost = sum(n * c.cost_usd_per_hour for c, n in zip(subset, counts))
         score = {"max_goodput": solved.scale, "min_cost": -cost, "min_power": -power}[workload.objective]
         baseline = Baseline(device=device, goodput_scale=solved.scale, power_kw=power, cost_usd_per_hour=cost,
-                            status=solved.status(options.for_baseline().relative_gap))
+                            status=solved.status)
         if best is None or score > best[0] + 1e-12:
             best = (score, baseline)
     if best is None:

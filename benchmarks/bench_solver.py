@@ -33,7 +33,8 @@ def workload(classes: int, devices: list[str]) -> Workload:
     return Workload.model_validate({
         "model": "llama-3.3-70b", "dtype": "fp8", "kv_dtype": "fp8", "classes": rows,
         "strategies": ["aggregated", "pd_disagg"],
-        "constraints": {"power_budget_kw": 2000, "pue": 1.2, "devices": devices},
+        # every class needs its own prefill and decode pools, so the budget grows with the class count
+        "constraints": {"power_budget_kw": 400 * classes, "pue": 1.2, "devices": devices},
     })
 
 

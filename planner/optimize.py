@@ -13,6 +13,7 @@ from planner.candidates import Candidate, CandidateOptions, generate_candidates
 from planner.catalog import Catalog
 from planner.diagnose import budget_diagnosis, slo_diagnosis, slo_shortfalls, unserved_classes
 from planner.milp.build import BuildOptions, build_model
+from planner.milp.rounding import relaxed, rounded_solution
 from planner.perf.profile import ModelProfile
 from planner.plan import (
     binding_constraints,
@@ -31,8 +32,8 @@ from planner.solvers.base import SolveOptions, SolveResult, Termination, get_bac
 from planner.units import WATTS_PER_KW
 from planner.verify import verify_plan
 
-#: a plan whose goodput scale is below this serves nothing: it is infeasible.
-MIN_SCALE = 1e-9
+#: a plan whose goodput scale is below this serves nothing: it counts as no plan.
+MIN_SCALE = 1e-6
 
 
 @dataclass(frozen=True)
@@ -83,12 +84,30 @@ class Solved:
         return max(gaps) if gaps else None
 
 
+def solve_with_rounding(backend, model, options: SolveOptions) -> SolveResult:
+    """Solve the MILP; if the LP-rounding point (rounding.py) beats the incumbent, return it instead.
+
+    The bound stays the solver's, so the reported gap is honest.
+    """
+    result = backend.solve(model, options)
+    lp = backend.solve(relaxed(model), options)
+    rounded = rounded_solution(model, lp.x) if lp.has_solution else None
+    if rounded is None:
+        return result
+    value = float(model.objective @ rounded + model.objective_offset)
+    if result.has_solution and result.objective <= value + 1e-9 * max(1.0, abs(value)):
+        return result
+    termination = result.termination if result.termination is not Termination.INFEASIBLE else Termination.FEASIBLE
+    return replace(result, x=rounded, objective=value, termination=termination,
+                   message=f"{result.message}; LP rounding beat the incumbent")
+
+
 def solve_candidates(workload: Workload, units: dict, candidates: list[Candidate], options: PlanOptions) -> Solved:
     """Solve the MILP; for max_goodput, a second stage keeps λ* and minimises power."""
     start = time.perf_counter()
     backend = get_backend(options.solver)
     model = build_model(workload, units, candidates, BuildOptions(objective=workload.objective))
-    result = backend.solve(model, options.solve_options())
+    result = solve_with_rounding(backend, model, options.solve_options())
     stages = (result,)
     if workload.objective == "max_goodput" and result.has_solution and scale_of(model, result) > MIN_SCALE:
         best = scale_of(model, result)

@@ -247,7 +247,7 @@ def plan_command(
     objective: ObjectiveChoice | None = typer.Option(None, help="override the objective"),
     solver: SolverChoice = typer.Option(SolverChoice.ortools, help="MILP backend"),
     engine: str | None = typer.Option(None, help="ortools: scip (default) | highs; pulp: highs (default) | cbc"),
-    time_limit_s: float = typer.Option(10.0, help="time limit per MILP solve (s); the best plan found so far is returned"),
+    time_limit_s: float = typer.Option(5.0, help="time limit per MILP solve (s); the best plan found so far is returned"),
     gap: float = typer.Option(1e-4, help="relative optimality gap at which a solve stops (0.0001 = 0.01 %)"),
     devices: str | None = typer.Option(None, help="comma-separated device ids to allow"),
     baseline: bool = typer.Option(True, help="also solve the best homogeneous fleet"),

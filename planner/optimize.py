@@ -42,11 +42,13 @@ class PlanOptions:
 
     solver: str = "ortools"
     engine: str | None = None
-    time_limit_s: float = 10.0
+    time_limit_s: float = 5.0
     relative_gap: float = 1e-4
     #: baselines are comparisons, not plans: solved to a looser gap and a shorter limit
     baseline_gap: float = 5e-3
-    baseline_time_limit_s: float = 5.0
+    baseline_time_limit_s: float = 2.0
+    #: the second stage of max_goodput (least power at the best scale) is a tie-break: it gets this share
+    tie_break_time_share: float = 0.3
     baseline: bool = True
     candidates: CandidateOptions = field(default_factory=CandidateOptions)
 
@@ -112,7 +114,8 @@ def solve_candidates(workload: Workload, units: dict, candidates: list[Candidate
     if workload.objective == "max_goodput" and result.has_solution and scale_of(model, result) > MIN_SCALE:
         best = scale_of(model, result)
         second = build_model(workload, units, candidates, BuildOptions(objective="max_goodput", min_scale=best * (1 - 1e-9)))
-        refined = backend.solve(second, options.solve_options())
+        tie_break = replace(options.solve_options(), time_limit_s=max(1.0, options.tie_break_time_share * options.time_limit_s))
+        refined = backend.solve(second, tie_break)
         if refined.has_solution:
             model, result, stages = second, refined, (result, refined)
     return Solved(candidates, model, result, stages, time.perf_counter() - start)

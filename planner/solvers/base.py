@@ -27,7 +27,7 @@ class Termination(str, Enum):
 class SolveOptions:
     """Engine-independent knobs. One thread and a fixed seed keep results deterministic."""
 
-    time_limit_s: float = 10.0
+    time_limit_s: float = 5.0
     relative_gap: float = 1e-4
     threads: int = 1
     seed: int = 7

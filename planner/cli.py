@@ -333,4 +333,5 @@ def main() -> None:
 
 
 # Commands that live in their own modules register themselves on `app` when imported (one line each).
+import planner.commands.serve  # noqa: E402,F401
 import planner.commands.export  # noqa: E402,F401

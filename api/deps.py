@@ -1,0 +1,114 @@
+"""Request dependencies: settings, the store, the catalog, the planner pool, the API-key check."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import logging
+from dataclasses import dataclass
+from typing import Annotated, Any
+
+from fastapi import Depends, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBearer
+from pydantic import BaseModel, ValidationError
+from starlette.concurrency import run_in_threadpool
+
+from api.errors import UNAUTHORIZED, UNAVAILABLE, ProblemError
+from api.runner import PlanRunner
+from api.settings import Settings, get_settings
+from api.store import PlanStore
+from planner.catalog import Catalog
+
+log = logging.getLogger("siliconmix.api")
+
+
+@dataclass
+class Services:
+    """What the lifespan builds and the routes use (one per app)."""
+
+    settings: Settings
+    store: PlanStore
+    runner: PlanRunner
+    catalog: Catalog | None = None
+    catalog_error: str | None = None
+
+
+def first_line(exc: BaseException) -> str:
+    """``Type: first line of the message`` (driver messages can run to many lines)."""
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
+
+
+async def services(request: Request) -> Services:
+    return request.app.state.services
+
+
+async def get_store(svc: Annotated[Services, Depends(services)]) -> PlanStore:
+    """The store, once its schema is there (a database that was down at start-up is migrated now)."""
+    if svc.store.ready:
+        return svc.store
+    try:
+        await run_in_threadpool(svc.store.ensure_schema, svc.settings.auto_migrate)
+    except Exception as exc:  # any driver or migration error means the same to the client: not available
+        log.warning("database not available: %s", first_line(exc))
+        raise ProblemError(503, "the database is not reachable; see /readyz", type=UNAVAILABLE,
+                           headers={"Retry-After": "5"}) from exc
+    return svc.store
+
+
+async def get_catalog(svc: Annotated[Services, Depends(services)]) -> Catalog:
+    if svc.catalog is None:
+        raise ProblemError(503, f"the catalog did not load: {svc.catalog_error}", type=UNAVAILABLE)
+    return svc.catalog
+
+
+async def get_runner(svc: Annotated[Services, Depends(services)]) -> PlanRunner:
+    return svc.runner
+
+
+def strict_json(model: type[BaseModel]) -> Any:
+    """A route dependency: the JSON body must match ``model`` strictly (no ``false`` for a number, no
+    ``"12"`` for an integer), as the OpenAPI schema says; FastAPI's own parse is lax python mode."""
+
+    async def check(request: Request) -> None:
+        try:
+            model.model_validate_json(await request.body(), strict=True)
+        except ValidationError as exc:
+            raise RequestValidationError([{**e, "loc": ("body", *e["loc"])} for e in exc.errors(include_url=False)]) from exc
+
+    return Depends(check)
+
+
+def _digest(key: str) -> bytes:
+    return hashlib.sha256(key.encode()).digest()
+
+
+def key_matches(given: str, keys: list[str]) -> bool:
+    """Constant time: every configured key is compared (as equal-length digests), no early exit."""
+    given_digest = _digest(given)
+    found = False
+    for key in keys:
+        found |= hmac.compare_digest(given_digest, _digest(key))
+    return found
+
+
+_bearer = HTTPBearer(auto_error=False, description="one of SILICONMIX_API_KEYS as a bearer token")
+_api_key = APIKeyHeader(name="X-API-Key", auto_error=False, description="one of SILICONMIX_API_KEYS")
+
+
+def require_api_key(
+    settings: Annotated[Settings, Depends(get_settings)],
+    bearer: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
+    api_key: Annotated[str | None, Depends(_api_key)],
+) -> None:
+    """Every /v1 route when SILICONMIX_API_KEYS is set: ``Authorization: Bearer <key>`` or ``X-API-Key``."""
+    if not settings.api_keys:
+        return
+    given = [k for k in (bearer.credentials if bearer else None, api_key) if k]
+    if not given:
+        raise ProblemError(401, "this service needs an API key: 'Authorization: Bearer <key>' or 'X-API-Key: <key>'",
+                           type=UNAUTHORIZED, headers={"WWW-Authenticate": "Bearer"})
+    if not any([key_matches(k, settings.api_keys) for k in given]):  # a list: both are checked
+        raise ProblemError(401, "the API key is not valid", type=UNAUTHORIZED,
+                           headers={"WWW-Authenticate": 'Bearer error="invalid_token"'})

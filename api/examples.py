@@ -1,0 +1,58 @@
+"""Request examples of the OpenAPI docs; CHAT_70B mirrors examples/workloads/chat-70b.yaml (a test keeps them equal)."""
+
+from __future__ import annotations
+
+CHAT_70B = {
+    "model": "llama-3.3-70b",
+    "dtype": "fp8",
+    "kv_dtype": "fp8",
+    "classes": [
+        {
+            "name": "chat",
+            "rate_rps": 400,
+            "input_tokens": 1500,
+            "output_tokens": 300,
+            "prefix_cache_hit": 0.3,
+            "slo": {"ttft_ms": 1000, "tpot_ms": 50},
+        }
+    ],
+    "strategies": ["aggregated", "pd_disagg"],
+    "constraints": {
+        "power_budget_kw": 500,
+        "pue": 1.2,
+        "devices": ["h100-sxm", "h200", "b200", "mi300x", "mi355x", "gaudi3", "trn2"],
+    },
+    "objective": "max_goodput",
+}
+
+UNREACHABLE_SLO = {
+    "model": "llama-3.3-70b",
+    "classes": [
+        {"name": "instant", "rate_rps": 10, "input_tokens": 8000, "output_tokens": 100,
+         "slo": {"ttft_ms": 1, "tpot_ms": 50}}
+    ],
+    "constraints": {"power_budget_kw": 100},
+}
+
+WORKLOAD_EXAMPLES = {
+    "chat-70b": {
+        "summary": "Chat on Llama-3.3-70B, 500 kW",
+        "description": "examples/workloads/chat-70b.yaml: 400 req/s, TTFT 1 s, TPOT 50 ms, seven accelerators.",
+        "value": CHAT_70B,
+    },
+    "infeasible": {
+        "summary": "An SLO no device meets (answered with status infeasible and the diagnosis)",
+        "value": UNREACHABLE_SLO,
+    },
+}
+
+ESTIMATE_EXAMPLES = {
+    "h100-tp8": {
+        "summary": "Llama-3.3-70B on 8x H100, batch 32",
+        "value": {"model": "llama-3.3-70b", "device": "h100-sxm", "tp": 8, "batch": 32, "isl": 2048, "osl": 256},
+    },
+    "cs3": {
+        "summary": "Llama-3.3-70B on 4 Cerebras CS-3 systems",
+        "value": {"model": "llama-3.3-70b", "device": "cs-3", "tp": 4, "batch": 1, "isl": 2048, "osl": 256},
+    },
+}

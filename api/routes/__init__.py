@@ -1,0 +1,24 @@
+"""Routers of the service. A new resource is one module here and one line in a list below.
+
+``V1_ROUTERS`` sit behind the API-key check when SILICONMIX_API_KEYS is set; ``OPEN_ROUTERS`` never do.
+"""
+
+from api.routes import catalog, estimate, health, plans
+
+V1_ROUTERS = [
+    plans.router,
+    estimate.router,
+    catalog.router,
+]
+
+OPEN_ROUTERS = [
+    health.router,
+]
+
+#: OpenAPI tag descriptions, in the order the docs show them
+TAGS = [
+    {"name": "plans", "description": "Plan a fleet for a workload; list and fetch earlier plans."},
+    {"name": "estimate", "description": "The cost model for one model on one device configuration."},
+    {"name": "catalog", "description": "Accelerators and model architectures the planner knows, with sources."},
+    {"name": "health", "description": "Liveness and readiness probes (never need a key)."},
+]

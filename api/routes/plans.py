@@ -1,0 +1,173 @@
+"""``/v1/plans``: plan a workload (201, stored), fetch one, list them newest first, a plan's task graph."""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Literal
+
+from fastapi import APIRouter, Body, Depends, Path, Query, Response
+from starlette.concurrency import run_in_threadpool
+
+from api.deps import get_catalog, get_runner, get_store, strict_json
+from api.errors import BUSY, NOT_FOUND, TOO_LARGE, VALIDATION, FieldError, ProblemError, problem_docs, summary
+from api.examples import WORKLOAD_EXAMPLES
+from api.models import PlanPage, PlanRecord, PlanSummary, TaskGraph
+from api.runner import Busy, PlanJob, PlanRunner, PoolBroken
+from api.settings import Settings, get_settings
+from api.store import NewPlan, PlanRow, PlanStore, as_utc, record_json
+from planner.catalog import Catalog, UnknownId
+from planner.optimize import PlanOptions
+from planner.perf.profile import UnsupportedDtype
+from planner.schema import PlanStatus, Workload
+
+router = APIRouter(prefix="/v1/plans", tags=["plans"])
+
+Solver = Literal["ortools", "pulp"]
+Engine = Literal["scip", "highs", "cbc"]
+ENGINES: dict[str, tuple[str, ...]] = {"ortools": ("scip", "highs"), "pulp": ("highs", "cbc")}
+PlanId = Annotated[str, Path(description="the id POST /v1/plans answered with", max_length=64)]
+
+
+@router.post(
+    "",
+    status_code=201,
+    response_model=PlanRecord,
+    summary="Plan a fleet for a workload",
+    dependencies=[strict_json(Workload)],
+    responses={201: {"description": "The plan (also when it is infeasible: status `infeasible` and `plan.diagnosis`)",
+                     "headers": {"Location": {"description": "the plan's URL", "schema": {"type": "string"}}},
+                     "links": {op: {"operationId": op, "parameters": {"plan_id": "$response.body#/id"}}
+                               for op in ("get_plan", "get_plan_graph")}},
+               **problem_docs(401, 413, 422, 503)},
+)
+async def create_plan(
+    workload: Annotated[Workload, Body(openapi_examples=WORKLOAD_EXAMPLES)],
+    settings: Annotated[Settings, Depends(get_settings)],
+    catalog: Annotated[Catalog, Depends(get_catalog)],
+    store: Annotated[PlanStore, Depends(get_store)],
+    runner: Annotated[PlanRunner, Depends(get_runner)],
+    solver: Annotated[Solver, Query(description="MILP backend")] = "ortools",
+    engine: Annotated[Engine | None, Query(
+        description="engine of the backend: ortools scip (default) | highs; pulp highs (default) | cbc")] = None,
+    time_limit_s: Annotated[float | None, Query(
+        gt=0, description="time limit per MILP solve in seconds (default SILICONMIX_DEFAULT_TIME_LIMIT_S, else the "
+                          "planner's default; at most SILICONMIX_MAX_TIME_LIMIT_S)")] = None,
+    baseline: Annotated[bool | None, Query(
+        description="also solve the best single-device-type fleet (default SILICONMIX_PLAN_BASELINE)")] = None,
+) -> Response:
+    """Solve the placement MILP for the workload, store the plan and answer with it and its id.
+
+    The planner runs on a bounded pool, away from the event loop. A workload no fleet can serve is an
+    answer, not an error: 201 with status `infeasible` and a diagnosis (which SLO or limit must bend).
+    """
+    check_size(workload, settings)
+    limit = time_limit_s or settings.default_time_limit_s or PlanOptions().time_limit_s
+    check_input(workload, catalog, solver, engine, limit, settings)
+    job = PlanJob(workload=workload, solver=solver, engine=engine, time_limit_s=limit,
+                  baseline=settings.plan_baseline if baseline is None else baseline,
+                  catalog_dir=str(settings.catalog_dir) if settings.catalog_dir else None)
+    try:
+        plan_json = await runner.run(job)
+    except (Busy, PoolBroken) as exc:
+        raise ProblemError(503, f"{exc}; retry later", type=BUSY, headers={"Retry-After": "2"}) from exc
+    except (UnknownId, UnsupportedDtype, ValueError) as exc:  # what the CLI calls bad input (exit 2)
+        raise ProblemError(422, str(exc), type=VALIDATION, title="Invalid input",
+                           errors=[FieldError(location="body", field="", message=str(exc), type="value_error")]) from exc
+    request_json = json.dumps({"solver": solver, "engine": engine, "time_limit_s": limit, "baseline": job.baseline,
+                               "workload": workload.model_dump(mode="json")}, separators=(",", ":"))
+    row = await run_in_threadpool(store.add, NewPlan(request_json=request_json, plan_json=plan_json,
+                                                     solver=solver, time_limit_s=limit))
+    return Response(record_json(row), status_code=201, media_type="application/json",
+                    headers={"Location": f"{router.prefix}/{row.id}"})
+
+
+@router.get("", response_model=PlanPage, summary="List plans, newest first", responses=problem_docs(401, 422, 503))
+def list_plans(
+    store: Annotated[PlanStore, Depends(get_store)],
+    limit: Annotated[int, Query(ge=1, le=100, description="plans per page")] = 20,
+    offset: Annotated[int, Query(ge=0, le=10_000_000, description="plans to skip")] = 0,
+    status: Annotated[PlanStatus | None, Query(description="only plans with this status")] = None,
+    model: Annotated[str | None, Query(max_length=64, description="only plans of this model id")] = None,
+) -> PlanPage:
+    """Summaries of stored plans, newest first; follow `next_offset` for the next page."""
+    rows, total = store.page(limit, offset, status=status, model=model)
+    following = offset + len(rows)
+    return PlanPage(items=[summary_of(r) for r in rows], total=total, limit=limit, offset=offset,
+                    next_offset=following if following < total else None)
+
+
+@router.get("/{plan_id}", response_model=PlanRecord, summary="Fetch a plan", responses=problem_docs(401, 404, 422, 503))
+def get_plan(plan_id: PlanId, store: Annotated[PlanStore, Depends(get_store)]) -> Response:
+    """The plan exactly as POST /v1/plans answered it (the same bytes, also after a restart)."""
+    return Response(record_json(_row(store, plan_id)), media_type="application/json")
+
+
+@router.get("/{plan_id}/graph", response_model=TaskGraph, summary="A plan's task graph",
+            responses=problem_docs(401, 404, 422, 503))
+def get_plan_graph(plan_id: PlanId, store: Annotated[PlanStore, Depends(get_store)]) -> TaskGraph:
+    """The workload's task graph the plan was solved on: a node per class x strategy x task, a link per transfer."""
+    graph = json.loads(_row(store, plan_id).plan_json)["graph"]
+    return TaskGraph(plan_id=plan_id, **graph)
+
+
+def _row(store: PlanStore, plan_id: str) -> PlanRow:
+    row = store.get(plan_id)
+    if row is None:
+        raise ProblemError(404, f"no plan with id {plan_id!r}", type=NOT_FOUND)
+    return row
+
+
+def summary_of(row: PlanRow) -> PlanSummary:
+    return PlanSummary(id=row.id, created_at=as_utc(row.created_at), status=row.status, model=row.model,
+                       objective=row.objective, solver=row.solver, engine=row.engine, solve_time_s=row.solve_time_s,
+                       goodput_scale=row.goodput_scale, devices=row.devices, power_kw=row.power_kw,
+                       href=f"{router.prefix}/{row.id}")
+
+
+def check_size(workload: Workload, settings: Settings) -> None:
+    """413 when the workload is over the configured class or device limits."""
+    errors = []
+    if len(workload.classes) > settings.max_classes:
+        errors.append(FieldError(location="body", field="classes", type="too_many",
+                                 message=f"{len(workload.classes)} request classes; at most {settings.max_classes} "
+                                         "(SILICONMIX_MAX_CLASSES)"))
+    for name, ids in (("constraints.devices", workload.constraints.devices or ()),
+                      ("constraints.inventory", workload.constraints.inventory)):
+        if len(ids) > settings.max_devices:
+            errors.append(FieldError(location="body", field=name, type="too_many",
+                                     message=f"{len(ids)} devices; at most {settings.max_devices} (SILICONMIX_MAX_DEVICES)"))
+    if errors:
+        raise ProblemError(413, f"the workload is over this service's limits: {summary(errors)}", type=TOO_LARGE,
+                           title="Content Too Large", errors=errors)
+
+
+def check_input(workload: Workload, catalog: Catalog, solver: str, engine: str | None, time_limit_s: float,
+                settings: Settings) -> None:
+    """422 naming every unknown id, a solver/engine mismatch or a time limit over the maximum."""
+    errors = []
+
+    def bad(location: str, field: str, message: str, kind: str = "value_error") -> None:
+        errors.append(FieldError(location=location, field=field, message=message, type=kind))
+
+    if workload.model not in catalog.models:
+        bad("body", "model", f"unknown model {workload.model!r}; known: {', '.join(catalog.models)}", "unknown_id")
+    if workload.spec_decode is not None and workload.spec_decode.draft_model not in catalog.models:
+        bad("body", "spec_decode.draft_model", f"unknown model {workload.spec_decode.draft_model!r}", "unknown_id")
+    seen = set()
+    for i, device in enumerate(workload.constraints.devices or ()):
+        if device not in catalog.devices:
+            bad("body", f"constraints.devices.{i}", f"unknown device {device!r}; known: {', '.join(catalog.devices)}",
+                "unknown_id")
+        elif device in seen:
+            bad("body", f"constraints.devices.{i}", f"device {device!r} is listed twice", "duplicate")
+        seen.add(device)
+    for device in workload.constraints.inventory:
+        if device not in catalog.devices:
+            bad("body", f"constraints.inventory.{device}", f"unknown device {device!r}", "unknown_id")
+    if engine is not None and engine not in ENGINES[solver]:
+        bad("query", "engine", f"{engine!r} is not an engine of {solver}; known: {', '.join(ENGINES[solver])}")
+    if time_limit_s > settings.max_time_limit_s:
+        bad("query", "time_limit_s", f"{time_limit_s:g} s is over the maximum of {settings.max_time_limit_s:g} s "
+                                     "(SILICONMIX_MAX_TIME_LIMIT_S)", "less_than_equal")
+    if errors:
+        raise ProblemError(422, summary(errors), type=VALIDATION, title="Invalid input", errors=errors)

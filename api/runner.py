@@ -1,0 +1,84 @@
+"""The bounded pool that runs the planner away from the event loop.
+
+``run_plan`` is a module-level function of plain data so that both pools can run it: a thread pool
+(default: no start-up cost, the catalog shared in memory; the MILP engines release the GIL while they
+solve) or a process pool (``SILICONMIX_PLAN_EXECUTOR=process``: true parallelism on many cores, at the
+price of a spawned interpreter and catalog per worker). At most ``plan_queue_limit`` plans run or wait;
+one more is refused at once (503) rather than queued without bound.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import multiprocessing
+from concurrent.futures import Executor, ProcessPoolExecutor, ThreadPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass
+from pathlib import Path
+
+from planner.catalog import load_catalog
+from planner.optimize import PlanOptions, plan_workload
+from planner.schema import Workload
+
+
+@dataclass(frozen=True)
+class PlanJob:
+    """One planning request, as plain data (picklable for a process pool)."""
+
+    workload: Workload
+    solver: str
+    engine: str | None
+    time_limit_s: float
+    baseline: bool
+    catalog_dir: str | None = None
+
+
+def run_plan(job: PlanJob) -> str:
+    """Plan ``job`` and return the plan's JSON text (what the service answers and stores)."""
+    catalog = load_catalog(Path(job.catalog_dir) if job.catalog_dir else None)
+    options = PlanOptions(solver=job.solver, engine=job.engine, time_limit_s=job.time_limit_s, baseline=job.baseline)
+    return plan_workload(job.workload, catalog, options).model_dump_json()
+
+
+def _warm(catalog_dir: str | None) -> None:
+    """Process-pool initializer: import the planner and load the catalog before the first request."""
+    load_catalog(Path(catalog_dir) if catalog_dir else None)
+
+
+class Busy(Exception):
+    """Too many plans running or waiting."""
+
+
+class PoolBroken(Exception):
+    """A worker process died; the pool was replaced."""
+
+
+class PlanRunner:
+    """Runs PlanJobs on a bounded pool; owned by the app's lifespan."""
+
+    def __init__(self, kind: str, workers: int, queue_limit: int, catalog_dir: str | None = None):
+        self.kind, self.workers, self.queue_limit, self.catalog_dir = kind, workers, queue_limit, catalog_dir
+        self.pending = 0  # running + waiting; touched only on the event loop
+        self._executor = self._new_executor()
+
+    def _new_executor(self) -> Executor:
+        if self.kind == "process":
+            return ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context("spawn"),
+                                       initializer=_warm, initargs=(self.catalog_dir,))
+        return ThreadPoolExecutor(self.workers, thread_name_prefix="siliconmix-plan")
+
+    async def run(self, job: PlanJob) -> str:
+        if self.pending >= self.queue_limit:
+            raise Busy(f"{self.pending} plans are running or waiting (SILICONMIX_PLAN_QUEUE_LIMIT={self.queue_limit})")
+        self.pending += 1
+        try:
+            return await asyncio.wrap_future(self._executor.submit(run_plan, job))
+        except BrokenProcessPool as exc:
+            self._executor.shutdown(wait=False, cancel_futures=True)
+            self._executor = self._new_executor()
+            raise PoolBroken("a planner worker process died; the pool was restarted") from exc
+        finally:
+            self.pending -= 1
+
+    def shutdown(self) -> None:
+        self._executor.shutdown(wait=True, cancel_futures=True)

@@ -1,0 +1,63 @@
+"""Service settings from the environment (prefix ``SILICONMIX_``), read once through ``get_settings()``.
+
+Nothing here is read at import time: ``create_app`` and the request dependencies call ``get_settings()``,
+and tests or ``siliconmix serve`` hand ``create_app`` a ``Settings`` of their own.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+from typing import Annotated, Literal
+
+from pydantic import Field, field_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+
+CommaList = Annotated[list[str], NoDecode]
+
+
+class Settings(BaseSettings):
+    """Every knob of the REST service; each maps to ``SILICONMIX_<NAME>`` in the environment."""
+
+    model_config = SettingsConfigDict(env_prefix="SILICONMIX_", extra="ignore", frozen=True)
+
+    database_url: str = Field("sqlite:///siliconmix.db", description="any SQLAlchemy URL; SQLite file by default")
+    auto_migrate: bool = Field(True, description="apply the Alembic migrations at start-up")
+    api_keys: CommaList = Field(default_factory=list, repr=False,
+                                description="comma-separated keys; when set, every /v1 route needs one")
+    catalog_dir: Path | None = Field(None, description="catalog folder (default: the repository's catalogs/)")
+    cors_origins: CommaList = Field(default_factory=list, description="comma-separated origins allowed by CORS")
+
+    plan_executor: Literal["thread", "process"] = Field("thread", description="pool that runs the planner")
+    plan_workers: int = Field(2, ge=1, le=64, description="plans solved at once")
+    plan_queue_limit: int = Field(64, ge=1, le=10_000, description="plans running or waiting; more answer 503")
+    plan_baseline: bool = Field(True, description="also solve the best homogeneous fleet (default of ?baseline=)")
+    default_time_limit_s: float | None = Field(None, gt=0, description="MILP time limit when the request gives "
+                                                                       "none (default: the planner's, as the CLI)")
+    max_time_limit_s: float = Field(120.0, gt=0, description="largest time_limit_s a request may ask for")
+
+    max_body_bytes: int = Field(1_000_000, ge=1_024, description="largest request body (bytes); more answer 413")
+    max_classes: int = Field(50, ge=1, description="most request classes in one workload; more answer 413")
+    max_devices: int = Field(32, ge=1, description="most device ids in constraints.devices / inventory; more answer 413")
+
+    @field_validator("api_keys", "cors_origins", mode="before")
+    @classmethod
+    def _split(cls, value: object) -> object:
+        """``a,b`` or a JSON list; blanks dropped (``SILICONMIX_API_KEYS=`` means no keys)."""
+        if isinstance(value, str):
+            text = value.strip()
+            if text.startswith("["):
+                import json
+
+                value = json.loads(text)
+            else:
+                value = text.split(",")
+        if isinstance(value, (list, tuple)):
+            return [str(v).strip() for v in value if str(v).strip()]
+        return value
+
+
+@lru_cache
+def get_settings() -> Settings:
+    """The settings of this process (cached; ``get_settings.cache_clear()`` re-reads the environment)."""
+    return Settings()

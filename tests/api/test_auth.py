@@ -1,0 +1,79 @@
+"""API keys: off by default (and said so at start-up); when set, every /v1 route needs one, probes never."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+from apitest import assert_problem, serve
+
+from api.deps import key_matches
+from api.settings import Settings
+
+V1_GETS = ["/v1/plans", "/v1/catalog/hardware", "/v1/catalog/models", "/v1/catalog/hardware/h100-sxm",
+           "/v1/catalog/models/llama-3.3-70b"]
+ESTIMATE = {"model": "llama-3.3-70b", "device": "h100-sxm", "tp": 8}
+
+
+def test_without_keys_the_service_is_open_and_says_so(make_settings, caplog):
+    with caplog.at_level(logging.INFO, logger="siliconmix.api"), serve(make_settings()) as http:
+        for path in V1_GETS:
+            assert http.get(path).status_code == 200, path
+        assert http.post("/v1/estimate", json=ESTIMATE).status_code == 200
+        assert "securitySchemes" not in http.get("/openapi.json").json().get("components", {})
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert any("runs OPEN" in m for m in warnings), warnings
+
+
+def test_with_keys_every_v1_route_needs_one(make_settings, caplog):
+    with caplog.at_level(logging.INFO, logger="siliconmix.api"), \
+            serve(make_settings(api_keys=["k-alpha-123", "k-beta-456"])) as http:
+        for path in V1_GETS:
+            response = http.get(path)
+            assert_problem(response, 401, kind="unauthorized")
+            assert response.headers["www-authenticate"].startswith("Bearer")
+        assert_problem(http.post("/v1/estimate", json=ESTIMATE), 401)
+        assert_problem(http.post("/v1/plans", json={}), 401)  # auth before validation
+        assert_problem(http.get("/v1/plans", headers={"Authorization": "Bearer k-alpha-12"}), 401)
+        assert_problem(http.get("/v1/plans", headers={"X-API-Key": "k-alpha-1234"}), 401)
+        assert_problem(http.get("/v1/plans", headers={"Authorization": "Basic k-alpha-123"}), 401)
+        assert http.get("/v1/plans", headers={"Authorization": "Bearer k-alpha-123"}).status_code == 200
+        assert http.get("/v1/plans", headers={"X-API-Key": "k-beta-456"}).status_code == 200
+        estimate = http.post("/v1/estimate", json=ESTIMATE, headers={"X-API-Key": "k-alpha-123"})
+        assert estimate.status_code == 200
+        for probe in ("/healthz", "/readyz", "/openapi.json", "/docs"):
+            assert http.get(probe).status_code == 200, probe
+        schemes = http.get("/openapi.json").json()["components"]["securitySchemes"]
+        assert {s["type"] for s in schemes.values()} == {"http", "apiKey"}
+    messages = " ".join(r.getMessage() for r in caplog.records)
+    assert "API keys required on /v1 (2 configured)" in messages and "runs OPEN" not in messages
+    assert "k-alpha-123" not in messages  # keys never reach the log
+
+
+def test_keys_from_the_environment(monkeypatch):
+    monkeypatch.setenv("SILICONMIX_API_KEYS", " one, two ,,three ")
+    assert Settings().api_keys == ["one", "two", "three"]
+    monkeypatch.setenv("SILICONMIX_API_KEYS", '["a,b", "c"]')
+    assert Settings().api_keys == ["a,b", "c"]
+    monkeypatch.setenv("SILICONMIX_API_KEYS", "")
+    assert Settings().api_keys == []
+    assert "s3cret-key" not in repr(Settings(api_keys=["s3cret-key"]))
+
+
+@pytest.mark.parametrize(("given", "expected"), [("abc", True), ("xyz", True), ("ab", False), ("abcd", False),
+                                                 ("", False), ("ABC", False)])
+def test_key_matches(given, expected):
+    assert key_matches(given, ["abc", "xyz"]) is expected
+
+
+def test_cors_only_for_configured_origins(make_settings):
+    preflight = {"Origin": "https://ui.example", "Access-Control-Request-Method": "POST",
+                 "Access-Control-Request-Headers": "x-api-key,content-type"}
+    with serve(make_settings(cors_origins=["https://ui.example"], api_keys=["k1"])) as http:
+        allowed = http.options("/v1/plans", headers=preflight)
+        assert allowed.status_code == 200 and allowed.headers["access-control-allow-origin"] == "https://ui.example"
+        refused = http.options("/v1/plans", headers={**preflight, "Origin": "https://evil.example"})
+        assert "access-control-allow-origin" not in refused.headers
+    with serve(make_settings()) as http:  # no origins configured: no CORS headers at all
+        response = http.get("/healthz", headers={"Origin": "https://ui.example"})
+        assert "access-control-allow-origin" not in response.headers

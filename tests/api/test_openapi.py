@@ -1,0 +1,111 @@
+"""The OpenAPI document is complete, and the service keeps to it (schemathesis, bounded examples).
+
+schemathesis runs against a live uvicorn server. Every operation except ``POST /v1/plans`` gets 25
+generated examples. ``POST /v1/plans`` solves a MILP per accepted workload (~0.5-1 s each, more for
+large random workloads), so it gets 10, on a server whose limits keep each solve short (at most 2 request
+classes, a 1 s solver time limit (2 s at most), no baseline) — still the documented examples plus generated ones.
+``positive_data_acceptance`` is not checked: a workload can match the schema and still name a model
+or device the catalog lacks, which is a 422 by design.
+"""
+
+from __future__ import annotations
+
+import tempfile
+
+import pytest
+import schemathesis
+from apitest import LiveServer
+from hypothesis import HealthCheck, settings
+from schemathesis.checks import positive_data_acceptance
+
+from api.errors import PROBLEM_MEDIA_TYPE
+from api.main import create_app
+from api.settings import Settings
+
+OPERATIONS = {
+    ("post", "/v1/plans"): "create_plan",
+    ("get", "/v1/plans"): "list_plans",
+    ("get", "/v1/plans/{plan_id}"): "get_plan",
+    ("get", "/v1/plans/{plan_id}/graph"): "get_plan_graph",
+    ("post", "/v1/estimate"): "create_estimate",
+    ("get", "/v1/catalog/hardware"): "list_hardware",
+    ("get", "/v1/catalog/hardware/{device_id}"): "get_hardware",
+    ("get", "/v1/catalog/models"): "list_models",
+    ("get", "/v1/catalog/models/{model_id}"): "get_model",
+    ("get", "/healthz"): "healthz",
+    ("get", "/readyz"): "readyz",
+}
+
+
+DB_DIR = tempfile.TemporaryDirectory(prefix="siliconmix-openapi-")
+# built at import (schemathesis parametrizes at collection); served, with its lifespan, by the fixture below
+APP = create_app(Settings(database_url=f"sqlite:///{DB_DIR.name}/siliconmix.db", api_keys=[], plan_baseline=False,
+                          default_time_limit_s=1, max_time_limit_s=2, max_classes=2, max_devices=8))
+
+
+@pytest.fixture(scope="module")
+def live_url():
+    server = LiveServer(APP)
+    url = server.start()
+    yield url
+    server.stop()
+
+
+@pytest.fixture(scope="module")
+def document(live_url):
+    import httpx
+
+    return httpx.get(f"{live_url}/openapi.json").json()
+
+
+def test_every_operation_has_an_id_tag_summary_and_documented_errors(document):
+    found = {(method, path): op for path, ops in document["paths"].items() for method, op in ops.items()}
+    assert {k: op["operationId"] for k, op in found.items()} == OPERATIONS
+    for (method, path), op in found.items():
+        assert op["tags"] and op["summary"] and op.get("description"), (method, path)
+        for status, response in op["responses"].items():
+            if status.startswith(("4", "5")) and path.startswith("/v1"):
+                assert list(response["content"]) == [PROBLEM_MEDIA_TYPE], (method, path, status)
+                assert response["content"][PROBLEM_MEDIA_TYPE]["schema"] == {"$ref": "#/components/schemas/Problem"}
+        if path.startswith("/v1"):
+            assert {"422", "503"} <= set(op["responses"]), (method, path)
+    assert "HTTPValidationError" not in document["components"]["schemas"]
+    assert set(document["components"]["schemas"]["Problem"]["properties"]) == {
+        "type", "title", "status", "detail", "instance", "errors"}
+
+
+def test_request_bodies_have_examples(document):
+    for path in ("/v1/plans", "/v1/estimate"):
+        examples = document["paths"][path]["post"]["requestBody"]["content"]["application/json"]["examples"]
+        assert len(examples) >= 2 and all(e["value"] and e["summary"] for e in examples.values())
+    record = document["components"]["schemas"]["PlanRecord"]
+    assert {"id", "created_at", "status", "plan"} <= set(record["required"])
+    pool = document["components"]["schemas"]["Pool"]
+    assert "class" in pool["properties"] and "class_name" not in pool["properties"]  # as serialised
+
+
+def test_documented_examples_are_answered(live_url, document):
+    import httpx
+
+    for path in ("/v1/plans", "/v1/estimate"):
+        examples = document["paths"][path]["post"]["requestBody"]["content"]["application/json"]["examples"]
+        for name, example in examples.items():
+            response = httpx.post(f"{live_url}{path}", json=example["value"], timeout=60)
+            assert response.status_code in (200, 201), (path, name, response.text)
+
+
+# schemathesis.pytest.from_fixture (lazy loading) fails under pytest 9.2 (it sets node._nodeid): load eagerly
+schema = schemathesis.openapi.from_dict(APP.openapi())
+BOUNDED = settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck), database=None)
+
+
+@schema.exclude(method="POST", path="/v1/plans").parametrize()
+@BOUNDED
+def test_api_keeps_to_its_schema(case, live_url):
+    case.call_and_validate(base_url=live_url, excluded_checks=[positive_data_acceptance], timeout=60)
+
+
+@schema.include(method="POST", path="/v1/plans").parametrize()
+@settings(BOUNDED, max_examples=10)
+def test_plans_keep_to_their_schema(case, live_url):
+    case.call_and_validate(base_url=live_url, excluded_checks=[positive_data_acceptance], timeout=60)

@@ -333,5 +333,6 @@ def main() -> None:
 
 
 # Commands that live in their own modules register themselves on `app` when imported (one line each).
+import planner.commands.study  # noqa: E402,F401
 import planner.commands.serve  # noqa: E402,F401
 import planner.commands.export  # noqa: E402,F401

@@ -35,7 +35,6 @@ def unserved_classes(workload: Workload, candidates: list[Candidate], graph_unit
 def slo_shortfalls(workload: Workload, catalog: Catalog, class_names: list[str]) -> list[SloShortfall]:
     """For each unserved class: the best TTFT (1-prompt prefill) and TPOT (batch-1 decode) any device reaches."""
     model = ModelProfile.of(catalog.model(workload.model), workload.dtype, workload.kv_dtype)
-    best = {"ttft_ms": (np.inf, None), "tpot_ms": (np.inf, None)}
     out = []
     devices = [catalog.device(d) for d in (workload.constraints.devices or tuple(catalog.devices))]
     for rc in workload.classes:
@@ -61,15 +60,20 @@ def slo_shortfalls(workload: Workload, catalog: Catalog, class_names: list[str])
                 out.append(SloShortfall(class_name=rc.name, slo=field, required_ms=required,
                                         best_ms=None if np.isinf(value) else value, best_device=device_id))
         if not any(s.class_name == rc.name for s in out):
+            # each SLO is reachable alone, but no configuration meets both with memory for its batch
             out.append(SloShortfall(class_name=rc.name, slo="ttft_ms+tpot_ms", required_ms=rc.slo.tpot_ms,
-                                    best_ms=best["tpot_ms"][0], best_device=best["tpot_ms"][1]))
+                                    best_ms=None, best_device=None))
     return out
 
 
 def slo_diagnosis(shortfalls: list[SloShortfall]) -> Diagnosis:
     parts = []
     for s in shortfalls:
-        best = f"best reachable {s.best_ms:.1f} ms on {s.best_device}" if s.best_ms is not None else "no device can run it"
+        if s.slo == "ttft_ms+tpot_ms":
+            parts.append(f"class {s.class_name}: each SLO is reachable alone, but no configuration meets TTFT and "
+                         f"TPOT together with memory for its batch")
+            continue
+        best = f"best reachable {s.best_ms:.1f} ms on {s.best_device}" if s.best_ms is not None else "no allowed device runs this model at this dtype"
         parts.append(f"class {s.class_name}: {s.slo} {s.required_ms:g} ms is out of reach ({best})")
     return Diagnosis(reason="slo_unreachable", message="; ".join(parts) + "; loosen these SLOs or allow faster devices",
                      slo_shortfalls=tuple(shortfalls))

@@ -23,7 +23,7 @@ from planner.perf.comm import transfer_s
 from planner.perf.profile import HardwareArrays, ModelProfile, UnsupportedDtype
 from planner.perf.roofline import chunked_prefill_tokens_per_step, decode_step, kv_share, prefill_pass
 from planner.perf.spec import expected_tokens_per_round
-from planner.queueing import DECODE_UTILIZATION, UTILIZATION_CAP, max_utilization, md1_wait_s
+from planner.queueing import DECODE_UTILIZATION, max_utilization, md1_wait_s
 from planner.schema import Device, RequestClass, Workload
 from planner.units import gb_s_to_bytes_s, gb_to_bytes, ms_to_s, s_to_ms, us_to_s
 

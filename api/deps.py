@@ -18,6 +18,7 @@ from api.errors import UNAUTHORIZED, UNAVAILABLE, ProblemError
 from api.runner import PlanRunner
 from api.settings import Settings, get_settings
 from api.store import PlanStore
+from api.study_jobs import StudyJobs
 from planner.catalog import Catalog
 
 log = logging.getLogger("siliconmix.api")
@@ -32,6 +33,7 @@ class Services:
     runner: PlanRunner
     catalog: Catalog | None = None
     catalog_error: str | None = None
+    studies: StudyJobs | None = None
 
 
 def first_line(exc: BaseException) -> str:
@@ -61,6 +63,14 @@ async def get_catalog(svc: Annotated[Services, Depends(services)]) -> Catalog:
     if svc.catalog is None:
         raise ProblemError(503, f"the catalog did not load: {svc.catalog_error}", type=UNAVAILABLE)
     return svc.catalog
+
+
+async def get_study_jobs(svc: Annotated[Services, Depends(services)],
+                         _store: Annotated[PlanStore, Depends(get_store)]) -> StudyJobs:
+    """The study job manager (its tables are there: the store's schema was ensured first)."""
+    if svc.studies is None:
+        raise ProblemError(503, "the study runner is not available", type=UNAVAILABLE)
+    return svc.studies
 
 
 async def get_runner(svc: Annotated[Services, Depends(services)]) -> PlanRunner:

@@ -23,7 +23,8 @@ from api.middleware import BodySizeLimit
 from api.routes import OPEN_ROUTERS, TAGS, V1_ROUTERS
 from api.runner import PlanRunner
 from api.settings import Settings, get_settings
-from api.store import PlanStore, database_label
+from api.store import PlanStore, StudyStore, database_label
+from api.study_jobs import StudyJobs
 from planner import __version__
 from planner.catalog import load_catalog
 
@@ -64,7 +65,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     for router in OPEN_ROUTERS:
         app.include_router(router)
     if settings.cors_origins:
-        app.add_middleware(CORSMiddleware, allow_origins=settings.cors_origins, allow_methods=["GET", "POST"],
+        app.add_middleware(CORSMiddleware, allow_origins=settings.cors_origins, allow_methods=["GET", "POST", "DELETE"],
                            allow_headers=["Authorization", "X-API-Key", "Content-Type"])
     app.add_middleware(errors.CatchAll)
     app.add_middleware(BodySizeLimit, max_body_bytes=settings.max_body_bytes)  # outermost: before anything reads
@@ -88,11 +89,21 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         await run_in_threadpool(store.ensure_schema, settings.auto_migrate)
     except Exception as exc:  # a database that is down now is retried on /readyz and on each /v1 request
         log.error("database %s not ready: %s", database_label(settings.database_url), first_line(exc))
+    svc.studies = StudyJobs(StudyStore(store.engine), svc.catalog, settings.study_workers, settings.study_dir)
+    try:
+        if store.ready:
+            resumed, interrupted = await run_in_threadpool(svc.studies.start, settings.study_resume)
+            if resumed or interrupted:
+                log.warning("studies left unfinished by the previous run: %d resumed, %d marked interrupted",
+                            resumed, interrupted)
+    except Exception as exc:
+        log.error("unfinished studies not checked: %s", first_line(exc))
     app.state.services = svc
     log_start(settings)
     try:
         yield
     finally:
+        await asyncio.to_thread(svc.studies.shutdown)
         await asyncio.to_thread(runner.shutdown)
         store.dispose()
 

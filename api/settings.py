@@ -36,6 +36,12 @@ class Settings(BaseSettings):
                                                                        "none (default: the planner's, as the CLI)")
     max_time_limit_s: float = Field(120.0, gt=0, description="largest time_limit_s a request may ask for")
 
+    study_dir: Path = Field(Path("studies"), description="folder holding one output folder per study (journal, results)")
+    study_workers: int = Field(1, ge=1, le=16, description="studies run at once (each solves its scenarios in turn)")
+    study_max_scenarios: int = Field(500, ge=1, description="most scenarios one POST /v1/studies may expand to")
+    study_resume: bool = Field(False, description="at start-up, resume studies a previous process left unfinished "
+                                                  "(false: mark them interrupted)")
+
     max_body_bytes: int = Field(1_000_000, ge=1_024, description="largest request body (bytes); more answer 413")
     max_classes: int = Field(50, ge=1, description="most request classes in one workload; more answer 413")
     max_devices: int = Field(32, ge=1, description="most device ids in constraints.devices / inventory; more answer 413")

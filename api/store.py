@@ -14,7 +14,7 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
-from sqlalchemy import DateTime, Float, Integer, MetaData, String, Text, create_engine, event, func, select
+from sqlalchemy import DateTime, Float, Integer, MetaData, String, Text, create_engine, event, func, select, update
 from sqlalchemy.engine import Engine, make_url
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column, sessionmaker
 from sqlalchemy.pool import StaticPool
@@ -208,3 +208,70 @@ def database_label(url: str) -> str:
     """The URL with its password hidden (for logs)."""
     return make_url(url).render_as_string(hide_password=True)
 
+
+
+# ------------------------------------------------------------------------------------------- studies
+#: study states; the last four are final
+STUDY_STATUSES = ("queued", "running", "succeeded", "failed", "cancelled", "interrupted")
+
+
+class StudyRow(Base):
+    """One ``POST /v1/studies``: the spec, where the job is, and the folder its outputs and journal live in."""
+
+    __tablename__ = "studies"
+
+    seq: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    id: Mapped[str] = mapped_column(String(36), unique=True, nullable=False)
+    name: Mapped[str] = mapped_column(String(64), nullable=False)
+    created_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), index=True, nullable=False)
+    updated_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), nullable=False)
+    status: Mapped[str] = mapped_column(String(16), index=True, nullable=False)
+    done: Mapped[int] = mapped_column(Integer, nullable=False)
+    total: Mapped[int] = mapped_column(Integer, nullable=False)
+    spec_json: Mapped[str] = mapped_column(Text, nullable=False)
+    output_dir: Mapped[str] = mapped_column(Text, nullable=False)
+    error: Mapped[str | None] = mapped_column(Text, nullable=True)
+
+
+class StudyStore:
+    """Studies by id; every status change is a conditional UPDATE (``from_``), so a cancel and the job
+    finishing can race without one overwriting the other. Shares the plan store's engine and schema."""
+
+    def __init__(self, engine: Engine):
+        self.engine = engine
+        self._sessions = sessionmaker(engine, expire_on_commit=False)
+
+    def add(self, study_id: str, name: str, spec_json: str, total: int, output_dir: str) -> StudyRow:
+        now = utc_now()
+        row = StudyRow(id=study_id, name=name, created_at=now, updated_at=now, status="queued", done=0, total=total,
+                       spec_json=spec_json, output_dir=output_dir, error=None)
+        with self._sessions.begin() as session:
+            session.add(row)
+        return self.get(study_id) or row
+
+    def get(self, study_id: str) -> StudyRow | None:
+        with Session(self.engine, expire_on_commit=False) as session:
+            return session.scalars(select(StudyRow).where(StudyRow.id == study_id)).one_or_none()
+
+    def transition(self, study_id: str, status: str, from_: tuple[str, ...], error: str | None = None,
+                   done: int | None = None) -> bool:
+        """Set ``status`` when the study is in one of ``from_``; True when it was."""
+        values: dict = {"status": status, "updated_at": utc_now()}
+        if error is not None:
+            values["error"] = error
+        if done is not None:
+            values["done"] = done
+        with self._sessions.begin() as session:
+            result = session.execute(update(StudyRow).where(StudyRow.id == study_id, StudyRow.status.in_(from_))
+                                     .values(**values))
+        return result.rowcount == 1
+
+    def progress(self, study_id: str, done: int) -> None:
+        with self._sessions.begin() as session:
+            session.execute(update(StudyRow).where(StudyRow.id == study_id).values(done=done, updated_at=utc_now()))
+
+    def with_status(self, statuses: tuple[str, ...]) -> list[StudyRow]:
+        """Studies in one of ``statuses``, oldest first (at start-up: what a previous process left unfinished)."""
+        with Session(self.engine, expire_on_commit=False) as session:
+            return list(session.scalars(select(StudyRow).where(StudyRow.status.in_(statuses))
+                                        .order_by(StudyRow.seq)).all())

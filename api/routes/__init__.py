@@ -3,12 +3,14 @@
 ``V1_ROUTERS`` sit behind the API-key check when SILICONMIX_API_KEYS is set; ``OPEN_ROUTERS`` never do.
 """
 
-from api.routes import catalog, estimate, health, plans
+from api.routes import catalog, estimate, exports, health, plans, studies
 
 V1_ROUTERS = [
     plans.router,
     estimate.router,
     catalog.router,
+    studies.router,
+    exports.router,
 ]
 
 OPEN_ROUTERS = [
@@ -20,5 +22,7 @@ TAGS = [
     {"name": "plans", "description": "Plan a fleet for a workload; list and fetch earlier plans."},
     {"name": "estimate", "description": "The cost model for one model on one device configuration."},
     {"name": "catalog", "description": "Accelerators and model architectures the planner knows, with sources."},
+    {"name": "studies", "description": "What-if studies as background jobs: submit, follow, fetch results, cancel."},
+    {"name": "exports", "description": "Procurement downloads: a plan's workbook or BoM CSV, a study's workbook or CSV."},
     {"name": "health", "description": "Liveness and readiness probes (never need a key)."},
 ]

@@ -34,6 +34,12 @@ OPERATIONS = {
     ("get", "/v1/catalog/models/{model_id}"): "get_model",
     ("get", "/healthz"): "healthz",
     ("get", "/readyz"): "readyz",
+    ("post", "/v1/studies"): "create_study",
+    ("get", "/v1/studies/{study_id}"): "get_study",
+    ("delete", "/v1/studies/{study_id}"): "cancel_study",
+    ("get", "/v1/studies/{study_id}/results"): "get_study_results",
+    ("get", "/v1/plans/{plan_id}/export"): "export_plan",
+    ("get", "/v1/studies/{study_id}/export"): "export_study",
 }
 
 

@@ -16,13 +16,13 @@ import networkx as nx
 import numpy as np
 
 from planner.catalog import Catalog
-from planner.graph import edge_bytes, strategies_of, units
+from planner.graph import TOKEN_ID_BYTES, edge_bytes, strategies_of, units
 from planner.perf import memory
 from planner.perf.af import af_decode_step, attention_side, expert_side
 from planner.perf.comm import transfer_s
 from planner.perf.profile import HardwareArrays, ModelProfile, UnsupportedDtype
 from planner.perf.roofline import chunked_prefill_tokens_per_step, decode_step, kv_share, prefill_pass
-from planner.perf.spec import expected_tokens_per_round
+from planner.perf.spec import expected_tokens_per_round, spec_round_s, spec_tpot_s
 from planner.queueing import DECODE_UTILIZATION, max_utilization, md1_wait_s
 from planner.schema import Device, RequestClass, Workload
 from planner.units import gb_s_to_bytes_s, gb_to_bytes, ms_to_s, s_to_ms, us_to_s
@@ -87,10 +87,6 @@ class _Silicon:
     @property
     def id(self) -> str:
         return self.device.id
-
-    @property
-    def usable_weights_bytes(self) -> float:
-        return memory.USABLE_MEMORY_FRACTION * gb_to_bytes(self.device.weights_memory.capacity_gb)
 
     @property
     def usable_kv_bytes(self) -> float:
@@ -241,6 +237,7 @@ def _prefill(rc, strategy, model, draft, workload, silicon, graph, options) -> l
                 **_money([(s, n)]), capacity_rps=float(capacity[i]), utilization_cap=float(rho[i]),
                 ttft_ms=s_to_ms(float(ttft)), tpot_ms=None,
                 limited_by="network" if capacity[i] >= network_rps else "slo.ttft_ms",
+                extra={"service_s": float(service[i]), "transfer_s": move},
             ))
     return out
 
@@ -306,7 +303,7 @@ def _aggregated(rc, strategy, model, draft, workload, silicon, graph, options) -
                 class_name=rc.name, strategy=strategy, role="aggregated", device=s.id, tp=n, batch=int(b[i]),
                 **_money([(s, n)]), capacity_rps=float(capacity[i]), utilization_cap=float(rho[i]),
                 ttft_ms=s_to_ms(float(ttft)), tpot_ms=s_to_ms(float(step[i])),
-                limited_by=limited,
+                limited_by=limited, extra={"service_s": float(service[i]), "transfer_s": 0.0},
             ))
     return out
 
@@ -343,11 +340,11 @@ def _spec_decode(rc, strategy, model, draft, workload, silicon, graph, options) 
                 if d_id == v.id:
                     continue
                 link = min(n * v.nic_bytes_s, nd * d.nic_bytes_s)
-                round_trip = 2.0 * transfer_s(b * k * 4.0, link, max(v.nic_latency_s, d.nic_latency_s))
+                round_trip = 2.0 * transfer_s(b * k * TOKEN_ID_BYTES, link, max(v.nic_latency_s, d.nic_latency_s))
                 layouts.append((d, nd, step, target_fits & draft_fits, round_trip))
             for d, nd, step, fits, round_trip in layouts:
-                round_s = k * step + verify + round_trip
-                tpot = round_s / tokens_per_round
+                round_s = spec_round_s(step, k, verify, round_trip)
+                tpot = spec_tpot_s(round_s, alpha, k)
                 choice = _decode_choice(rc, tpot, fits, b, network_rps)
                 if choice is None:
                     continue

@@ -314,9 +314,9 @@ def show_plan(plan) -> None:
     console.print(f"totals: {t.devices} devices ({by_type}); {t.power_kw:,.1f} kW facility ({t.it_power_kw:,.1f} kW IT); "
                   f"${t.cost_usd_per_hour:,.2f}/h; capex ${t.capex_usd:,.0f}", highlight=False)
     if plan.baseline is not None and plan.baseline.device is not None:
+        gain = f"; gain {plan.gain:.2f}x" if plan.gain else ""
         console.print(f"best homogeneous fleet: {plan.baseline.device} at goodput scale {plan.baseline.goodput_scale:.3f} "
-                      f"({plan.baseline.power_kw:,.1f} kW, ${plan.baseline.cost_usd_per_hour:,.2f}/h); "
-                      f"gain {plan.gain:.2f}x" if plan.gain else "", highlight=False)
+                      f"({plan.baseline.power_kw:,.1f} kW, ${plan.baseline.cost_usd_per_hour:,.2f}/h){gain}", highlight=False)
     console.print(f"binding: {', '.join(plan.binding_constraints) or 'none'}", highlight=False)
     if plan.verification is not None:
         verdict = "[green]all constraints hold[/]" if plan.verification.ok else f"[red]{'; '.join(plan.verification.messages)}[/]"

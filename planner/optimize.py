@@ -121,9 +121,19 @@ def solve_candidates(workload: Workload, units: dict, candidates: list[Candidate
     return Solved(candidates, model, result, stages, time.perf_counter() - start)
 
 
+def check_ids(workload: Workload, catalog: Catalog) -> None:
+    """Raise UnknownId for a model, draft model, device or inventory id the catalog does not hold."""
+    catalog.model(workload.model)
+    if workload.spec_decode is not None:
+        catalog.model(workload.spec_decode.draft_model)
+    for device_id in (*(workload.constraints.devices or ()), *workload.constraints.inventory):
+        catalog.device(device_id)
+
+
 def plan_workload(workload: Workload, catalog: Catalog, options: PlanOptions = PlanOptions()) -> Plan:
     """The best fleet for ``workload`` under its constraints, verified, with its homogeneous baseline."""
     start = time.perf_counter()
+    check_ids(workload, catalog)
     arch = catalog.model(workload.model)
     model = ModelProfile.of(arch, workload.dtype, workload.kv_dtype)
     draft = None

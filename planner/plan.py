@@ -20,7 +20,8 @@ from planner.schema import (
     Workload,
 )
 from planner.solvers.base import SolveResult, Termination
-from planner.units import WATTS_PER_KW
+from planner.queueing import md1_wait_s
+from planner.units import WATTS_PER_KW, s_to_ms
 
 def plan_status(result: SolveResult) -> PlanStatus:
     """optimal (proven within the requested relative gap, 1e-4 by default as in Gurobi and SCIP; the plan
@@ -61,6 +62,7 @@ def pools_of(workload: Workload, candidates: list[Candidate], counts: np.ndarray
         # traffic goes to replicas in proportion to their usable capacity, so no pool exceeds its cap
         unit_capacity = sum(m * d.effective_rps for d, m in siblings)
         share = n * c.effective_rps / unit_capacity if unit_capacity else 0.0
+        utilization = served * share / (n * c.capacity_rps) if c.capacity_rps else 0.0
         pools.append(Pool(
             role=c.role, class_name=c.class_name, strategy=c.strategy, device=c.device, tp=c.tp, batch=c.batch,
             replicas=int(n), devices=int(n * c.devices),
@@ -68,14 +70,23 @@ def pools_of(workload: Workload, candidates: list[Candidate], counts: np.ndarray
             power_kw=n * pue * c.power_w / WATTS_PER_KW,
             cost_usd_per_hour=n * c.cost_usd_per_hour,
             capex_usd=n * c.capex_usd,
-            utilization=served * share / (n * c.capacity_rps) if c.capacity_rps else 0.0,
+            utilization=utilization,
+            utilization_cap=c.utilization_cap,
             capacity_rps=n * c.capacity_rps,
             served_rps=served * share,
-            ttft_ms=c.ttft_ms, tpot_ms=c.tpot_ms,
+            ttft_ms=_ttft_at(c, utilization), tpot_ms=c.tpot_ms,
             partner_device=c.partner_device, partner_tp=c.partner_tp, partner_role=c.partner_role,
             limited_by=c.limited_by,
         ))
     return pools
+
+
+def _ttft_at(c: Candidate, utilization: float) -> float | None:
+    """Predicted TTFT at the pool's planned utilisation (the candidate's is at its cap, i.e. the SLO)."""
+    if c.ttft_ms is None or "service_s" not in c.extra:
+        return c.ttft_ms
+    service = c.extra["service_s"]
+    return s_to_ms(float(md1_wait_s(min(utilization, c.utilization_cap), service)) + service + c.extra["transfer_s"])
 
 
 def totals_of(pools: list[Pool], pue: float) -> Totals:
@@ -116,8 +127,15 @@ def binding_constraints(workload: Workload, candidates: list[Candidate], pools: 
     pue = workload.constraints.pue
     cons = workload.constraints
     binding = []
-    smallest_kw = min((pue * c.power_w / WATTS_PER_KW for c in candidates), default=0.0)
-    if cons.power_budget_kw - totals.power_kw < smallest_kw - 1e-9:
+    # growing the plan means adding a replica to every pool unit in use: power binds when the
+    # headroom cannot buy the smallest replica of the hungriest unit in use
+    used = {(p.class_name, p.strategy, p.role) for p in pools}
+    smallest = {}
+    for c in candidates:
+        unit = (c.class_name, c.strategy, c.role)
+        if unit in used:
+            smallest[unit] = min(smallest.get(unit, float("inf")), pue * c.power_w / WATTS_PER_KW)
+    if smallest and cons.power_budget_kw - totals.power_kw < max(smallest.values()) - 1e-9:
         binding.append("power")
     for device, limit in sorted(cons.inventory.items()):
         smallest = min((c.devices_by_type[device] for c in candidates if device in c.devices_by_type), default=None)

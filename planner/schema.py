@@ -221,9 +221,16 @@ class Constraints(Frozen):
 
     power_budget_kw: Positive
     pue: Annotated[float, Field(ge=1, le=3)] = 1.2
-    devices: tuple[Id, ...] | None = None
+    devices: tuple[Id, ...] | None = Field(default=None, min_length=1)
     inventory: dict[str, Annotated[int, Field(ge=0)]] = Field(default_factory=dict)
     cost_budget_usd_per_hour: Positive | None = None
+
+    @model_validator(mode="after")
+    def _distinct_devices(self) -> Constraints:
+        if self.devices is not None and len(set(self.devices)) != len(self.devices):
+            twice = sorted({d for d in self.devices if self.devices.count(d) > 1})
+            raise ValueError(f"devices: listed more than once: {', '.join(twice)}")
+        return self
 
 
 Objective = Literal["max_goodput", "min_cost", "min_power"]
@@ -336,6 +343,7 @@ class Pool(Out):
     cost_usd_per_hour: float
     capex_usd: float
     utilization: float
+    utilization_cap: float
     capacity_rps: float
     served_rps: float
     ttft_ms: float | None

@@ -47,26 +47,36 @@ def verify_plan(plan: Plan, catalog: Catalog) -> Verification:
             slo_ok &= check(pool.tpot_ms <= rc.slo.tpot_ms * (1 + REL_TOL), pool.tpot_ms - rc.slo.tpot_ms,
                             f"{pool.class_name}/{pool.strategy}/{pool.role} on {pool.device}: TPOT {pool.tpot_ms:.2f} ms > SLO")
         if pool.partner_device is None and (pool.role == "prefill" or pool.strategy in ("aggregated", "pd_disagg")):
-            ok_latency, ok_memory, note = _recompute(pool, rc, model, catalog, workload.dtype)
+            ok_latency, ok_memory, replica_rps, note = _recompute(pool, rc, model, catalog, workload.dtype)
             latency_ok &= check(ok_latency, 0.0, note or f"{pool.device}: recomputed latency misses the SLO")
             memory_ok &= check(ok_memory, 0.0, f"{pool.class_name}/{pool.role} on {pool.device}x{pool.tp}: batch {pool.batch} does not fit")
+            most = pool.replicas * replica_rps * (1 + REL_TOL)
+            latency_ok &= check(pool.capacity_rps <= most, pool.capacity_rps - most,
+                                f"{pool.class_name}/{pool.role} on {pool.device}: capacity {pool.capacity_rps:.3f} req/s "
+                                f"> {most:.3f} recomputed for {pool.replicas} replicas")
 
     split_ok = demand_ok = True
+    # every pool unit the task graph gives a (class, strategy) must serve that strategy's share
+    units = defaultdict(set)
+    for node in plan.graph.get("nodes", []):
+        units[(node["class"], node["strategy"])].add(node["unit"])
     served = defaultdict(float)
     for pool in plan.pools:
         served[(pool.class_name, pool.strategy, pool.role)] += pool.served_rps
-        demand_ok &= check(pool.utilization <= UTILIZATION_CAP + REL_TOL, pool.utilization - UTILIZATION_CAP,
-                           f"{pool.class_name}/{pool.role} on {pool.device}: utilisation {pool.utilization:.3f} above cap")
+        cap = min(pool.utilization_cap, UTILIZATION_CAP)
+        utilization = pool.served_rps / pool.capacity_rps if pool.capacity_rps > 0 else float("inf")
+        demand_ok &= check(utilization <= cap + REL_TOL, utilization - cap,
+                           f"{pool.class_name}/{pool.role} on {pool.device}: utilisation {utilization:.3f} above its cap {cap:.3f}")
     for result in plan.classes:
         if plan.goodput_scale > 0:
             total = sum(result.strategy_shares.values())
             split_ok &= check(abs(total - 1.0) < 1e-5, abs(total - 1.0), f"class {result.name}: shares sum to {total}")
             for strategy, share in result.strategy_shares.items():
                 need = classes[result.name].rate_rps * plan.goodput_scale * share
-                for (k, s, role), got in served.items():
-                    if k == result.name and s == strategy:
-                        demand_ok &= check(got >= need * (1 - 1e-5), need - got,
-                                           f"class {k}/{s}/{role}: serves {got:.3f} of {need:.3f} req/s")
+                for role in units.get((result.name, strategy), ()):
+                    got = served.get((result.name, strategy, role), 0.0)
+                    demand_ok &= check(got >= need * (1 - 1e-5), need - got,
+                                       f"class {result.name}/{strategy}/{role}: serves {got:.3f} of {need:.3f} req/s")
 
     power_kw, cost, by_type = _recount(plan, catalog)
     cons = workload.constraints
@@ -100,8 +110,8 @@ def _recount(plan: Plan, catalog: Catalog) -> tuple[float, float, dict[str, int]
     return plan.workload.constraints.pue * power_w / WATTS_PER_KW, cost, dict(by_type)
 
 
-def _recompute(pool: Pool, rc: RequestClass, model: ModelProfile, catalog: Catalog, dtype: str) -> tuple[bool, bool, str]:
-    """Latency at the pool's actual utilisation and memory fit of a single-device-type pool."""
+def _recompute(pool: Pool, rc: RequestClass, model: ModelProfile, catalog: Catalog, dtype: str) -> tuple[bool, bool, float, str]:
+    """Latency at the pool's actual utilisation, memory fit and requests/s per replica of a single-device-type pool."""
     device = catalog.device(pool.device)
     hw = HardwareArrays.of([device], dtype)
     n, b = pool.tp, pool.batch
@@ -117,10 +127,11 @@ def _recompute(pool: Pool, rc: RequestClass, model: ModelProfile, catalog: Catal
         move = float(transfer_s(kv, n * gb_s_to_bytes_s(device.scale_out.bandwidth_gb_s), us_to_s(device.scale_out.latency_us)))
         ttft = float(md1_wait_s(pool.utilization, service)) + service + move
         fits = weights_fit and b * kv * share <= room
-        return ttft <= ms_to_s(rc.slo.ttft_ms) * (1 + REL_TOL), fits, f"prefill on {pool.device}: recomputed TTFT {s_to_ms(ttft):.1f} ms"
+        return (ttft <= ms_to_s(rc.slo.ttft_ms) * (1 + REL_TOL), fits, b / service,
+                f"prefill on {pool.device}: recomputed TTFT {s_to_ms(ttft):.1f} ms")
     live_kv = float(model.kv_bytes(memory.paged_kv_tokens(rc.input_tokens, rc.output_tokens)))
     fits = weights_fit and b * live_kv * share <= room
     q = float(chunked_prefill_tokens_per_step(b, rc.input_tokens, rc.output_tokens, rc.prefix_cache_hit)) if pool.role == "aggregated" else 0.0
     tpot = float(decode_step(model, hw, n, b, context, prefill_tokens=q).total_s.reshape(-1)[0])
     ok = tpot <= ms_to_s(rc.slo.tpot_ms) * (1 + REL_TOL) and abs(s_to_ms(tpot) - pool.tpot_ms) <= 1e-6 * max(1.0, pool.tpot_ms)
-    return ok, fits, f"{pool.role} on {pool.device}: recomputed TPOT {s_to_ms(tpot):.2f} ms vs plan {pool.tpot_ms:.2f} ms"
+    return ok, fits, b / (tpot * rc.output_tokens), f"{pool.role} on {pool.device}: recomputed TPOT {s_to_ms(tpot):.2f} ms vs plan {pool.tpot_ms:.2f} ms"

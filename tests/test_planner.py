@@ -134,3 +134,42 @@ def test_verifier_catches_a_tampered_plan(catalog, base_plan):
     slow = pool.model_copy(update={"tpot_ms": 10_000.0, "ttft_ms": 10_000.0})
     result = verify_plan(base_plan.model_copy(update={"pools": (slow,) + base_plan.pools[1:]}), catalog)
     assert not result.checks["slo"]
+
+
+def test_verifier_catches_missing_pools_fewer_replicas_and_overload(catalog, base_plan):
+    from planner.verify import verify_plan
+
+    assert verify_plan(base_plan, catalog).ok
+    first = base_plan.pools[0]
+    unit = (first.class_name, first.strategy, first.role)
+    missing = tuple(p for p in base_plan.pools if (p.class_name, p.strategy, p.role) != unit)
+    assert not verify_plan(base_plan.model_copy(update={"pools": missing}), catalog).checks["demand"]
+    halved = tuple(p.model_copy(update={"replicas": max(1, p.replicas // 2)}) if p.replicas > 1 else p for p in base_plan.pools)
+    if halved != base_plan.pools:
+        assert not verify_plan(base_plan.model_copy(update={"pools": halved}), catalog).ok
+    overloaded = tuple(p.model_copy(update={"served_rps": p.served_rps * 10}) for p in base_plan.pools)
+    assert not verify_plan(base_plan.model_copy(update={"pools": overloaded}), catalog).checks["demand"]
+
+
+def test_predicted_ttft_is_at_the_planned_utilisation(base_plan):
+    for pool in base_plan.pools:
+        if pool.ttft_ms is not None:
+            assert pool.utilization <= pool.utilization_cap + 1e-9
+            assert pool.ttft_ms <= 3000 + 1e-6
+
+
+def test_duplicate_or_empty_device_lists_are_rejected():
+    from pydantic import ValidationError
+
+    with pytest.raises(ValidationError, match="more than once"):
+        chat(devices=("h200", "h200"))
+    with pytest.raises(ValidationError):
+        chat(devices=())
+
+
+def test_unknown_inventory_id_is_an_error(catalog):
+    from planner.catalog import UnknownId
+
+    workload = chat().model_copy(update={"constraints": chat().constraints.model_copy(update={"inventory": {"nosuch": 4}})})
+    with pytest.raises(UnknownId, match="nosuch"):
+        plan_workload(workload, catalog, EXACT)

@@ -36,11 +36,6 @@ class PassCost(NamedTuple):
         return np.array(["compute", "memory", "communication"])[np.argmax(stacked, axis=0)]
 
 
-def roofline_s(flops, bytes_moved, flops_s, bytes_s):
-    """Classic roofline: ``max(FLOPs / F, bytes / B)``."""
-    return np.maximum(np.asarray(flops, dtype=float) / flops_s, np.asarray(bytes_moved, dtype=float) / bytes_s)
-
-
 def decode_flops(model: ModelProfile, batch, context_tokens):
     """FLOPs of one decode step: ``b · (2·P_active + 2·n_h·(d_qk+d_v)·attended(c))``."""
     b = np.asarray(batch, dtype=float)

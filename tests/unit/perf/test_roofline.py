@@ -11,7 +11,6 @@ from planner.perf.roofline import (
     decode_step,
     prefill_flops,
     prefill_pass,
-    roofline_s,
     touched_weight_bytes,
 )
 
@@ -19,11 +18,6 @@ from planner.perf.roofline import (
 @pytest.fixture()
 def toy(toy_model, toy_device):
     return ModelProfile.of(toy_model, "bf16", "bf16"), HardwareArrays.of([toy_device], "bf16")
-
-
-def test_roofline_takes_the_slower_side():
-    assert roofline_s(2e12, 1e9, 1e12, 1e12) == pytest.approx(2.0)
-    assert roofline_s(1e9, 3e12, 1e12, 1e12) == pytest.approx(3.0)
 
 
 def test_decode_flops_hand_case(toy):

@@ -1,38 +1,48 @@
-"""Compare the cost model with published measurements and fit efficiency factors per device family.
+"""The cost model against published measurements: fit each device family, and check it left out.
 
-Regimes (catalogs/calibration/README.md):
-- ``single_user``: the decode step at batch 1 and context ``isl + osl/2``;
-- ``max_throughput``: the best batch that fits under paged KV, each decode step carrying the
-  chunked-prefill tokens ``b·isl/osl`` that keep the replica fed, times ``devices / tp`` replicas.
-Unknown lengths are evaluated at isl 1000, osl 500 (those records are checks, not fit targets).
+Every record is predicted in the regime ``siliconmix estimate`` reports (a replica serving ``b``
+requests in steady state; catalogs/calibration/README.md):
+
+- ``single_user``: batch 1 (TPOT is the pure decode step; TTFT one prompt; end-to-end
+  ``TTFT + (osl − 1)·TPOT``);
+- ``fixed_concurrency``: batch ``b = concurrency · tp / devices`` per replica, system tokens/s
+  ``replicas · b / serving step``;
+- ``max_throughput``: the batch (≤ 4096) that maximises tokens/s under paged KV memory.
+``server`` records and those missing a prompt length or marked check-only are compared, never fitted.
+
+Fit: per family, the efficiency terms ``FITTED_TERMS`` minimise
+``Σ log(pred/measured)² + Σ ((log θ − log θ₀) / σ)²`` (priors θ₀ and spreads σ in families.yaml),
+with scipy's trust-region least squares. Leave-one-out refits the family without each record and
+predicts it; the LOO residuals give each family's uncertainty bands.
 """
 
 from __future__ import annotations
 
-import itertools
-from dataclasses import dataclass
+from collections import defaultdict
+from dataclasses import dataclass, field
 from typing import Literal
 
 import numpy as np
 from pydantic import Field
+from scipy.optimize import least_squares
 
-from planner.catalog import Catalog
-from planner.perf.grid import GridSpec, evaluate_grid
-from planner.perf.profile import HardwareArrays, ModelProfile
-from planner.perf.roofline import chunked_prefill_tokens_per_step, decode_step
+from planner.catalog import FITTED_TERMS, Catalog
+from planner.perf.model import GridSpec, RooflineModel
 from planner.schema import Device, Frozen, Id, WeightsDtype
 from planner.units import s_to_ms
 
-DEFAULT_ISL, DEFAULT_OSL = 1000, 500
-BATCHES = tuple(2**i for i in range(13))  # 1 .. 4096, the largest batch a serving engine is run at
+BATCHES = tuple(sorted({int(round(1.5**i)) for i in range(0, 21)} | {2**i for i in range(13)}))  # 1 .. 4096
 CHECK_ONLY_MARKERS = ("LOW CONFIDENCE", "PRECISION INTERPRETED")
-#: grid searched by ``fit_family``: prefill MFU, decode MBU, per-layer latency of a pass (µs).
-FIT_MFU = tuple(np.round(np.linspace(0.2, 0.8, 13), 3))
-FIT_MBU = tuple(np.round(np.linspace(0.1, 0.95, 18), 3))
-FIT_LAYER_US = (0.0, 1.0, 2.0, 5.0, 10.0, 15.0, 20.0, 30.0, 40.0, 60.0, 80.0, 120.0, 160.0)
-#: weight of the pull toward the catalog priors, per factor, in squared-log units: a factor the
-#: records do not inform (MFU from batch-1 data only, say) stays at its prior.
-PRIOR_WEIGHT = 0.05
+#: log offsets so latency terms of zero stay fittable: θ enters the fit as ``log(θ + offset)``.
+LOG_OFFSET = {"mfu": 0.0, "mbu": 0.0, "layer_latency_us": 1.0, "moe_layer_latency_us": 1.0,
+              "step_overhead_us": 10.0, "collective_latency_us": 1.0}
+BOUNDS = {"mfu": (0.05, 1.0), "mbu": (0.05, 1.0), "layer_latency_us": (0.0, 500.0),
+          "moe_layer_latency_us": (0.0, 2000.0), "step_overhead_us": (0.0, 50_000.0), "collective_latency_us": (0.0, 500.0)}
+METRIC_GROUP = {"tpot_ms": "tpot", "output_tokens_per_s_per_user": "tpot", "e2e_latency_ms": "tpot",
+                "ttft_ms": "ttft", "output_tokens_per_s": "throughput"}
+#: bands come from a family's own LOO residuals when it has this many in a metric group, else from all.
+MIN_BAND_RECORDS = 5
+BAND_QUANTILES = (0.1, 0.9)
 
 
 class Measurement(Frozen):
@@ -45,104 +55,354 @@ class Measurement(Frozen):
     device: Id
     devices: int = Field(ge=1)
     tp: int | None = Field(default=None, ge=1)
+    pp: int | None = Field(default=None, ge=1)
+    ep: int | None = Field(default=None, ge=1)
     weights_dtype: WeightsDtype
     kv_dtype: WeightsDtype | None
     framework: str | None
-    regime: Literal["max_throughput", "single_user", "server"]
+    regime: Literal["max_throughput", "single_user", "fixed_concurrency", "server"]
+    concurrency: int | None = Field(default=None, ge=1)
+    speculative: bool = False
     isl: int | None = Field(default=None, ge=1)
     osl: float | None = Field(default=None, gt=0)
-    metric: Literal["output_tokens_per_s", "output_tokens_per_s_per_user", "tpot_ms", "ttft_ms"]
+    metric: Literal["output_tokens_per_s", "output_tokens_per_s_per_user", "tpot_ms", "ttft_ms", "e2e_latency_ms"]
     value: float = Field(gt=0)
     notes: str = ""
 
     @property
+    def comparable(self) -> bool:
+        """Predictable in one of the modelled regimes with known lengths."""
+        return (self.regime != "server" and self.isl is not None and self.osl is not None
+                and not (self.regime == "fixed_concurrency" and self.concurrency is None))
+
+    @property
     def fit_target(self) -> bool:
-        """Fitted on unless marked low-confidence / interpreted or missing its prompt length."""
-        return self.isl is not None and not any(m in self.notes for m in CHECK_ONLY_MARKERS)
+        """Fitted on: comparable, not speculative, not marked low-confidence or interpreted."""
+        return self.comparable and not self.speculative and not any(m in self.notes for m in CHECK_ONLY_MARKERS)
 
-
-class Family(Frozen):
-    """Devices sharing one set of fitted efficiency factors."""
-
-    name: str
-    devices: tuple[Id, ...]
+    @property
+    def group(self) -> str:
+        return METRIC_GROUP[self.metric]
 
 
 @dataclass(frozen=True)
 class Comparison:
     measurement: Measurement
-    predicted: float
+    family: str
+    predicted: float  # in-sample (with the fit in force)
+    predicted_loo: float | None = None  # with the record's family refitted without it
 
     @property
     def error_pct(self) -> float:
         return 100.0 * (self.predicted - self.measurement.value) / self.measurement.value
 
-
-def predict(measurement: Measurement, catalog: Catalog, variants: list[Device] | None = None) -> np.ndarray:
-    """The model's value of ``measurement.metric``, one entry per device variant (default: the catalog device)."""
-    arch = catalog.model(measurement.model)
-    devices = variants or [catalog.device(measurement.device)]
-    kv_dtype = measurement.kv_dtype or measurement.weights_dtype
-    model = ModelProfile.of(arch, measurement.weights_dtype, kv_dtype)
-    hw = HardwareArrays.of(devices, measurement.weights_dtype)
-    tp = measurement.tp or measurement.devices
-    isl = measurement.isl or DEFAULT_ISL
-    osl = float(measurement.osl or DEFAULT_OSL)
-    if measurement.regime == "single_user":
-        tpot_s = decode_step(model, hw, tp, 1, isl + osl / 2).total_s.reshape(-1)
-        return s_to_ms(tpot_s) if measurement.metric == "tpot_ms" else 1.0 / tpot_s
-    spec = GridSpec(tp=(tp,), batch=BATCHES, input_tokens=(isl,), output_tokens=int(round(osl)))
-    grid = evaluate_grid(model, hw, spec)
-    b = np.asarray(BATCHES, dtype=float).reshape(1, 1, -1, 1)
-    q = chunked_prefill_tokens_per_step(b, isl, osl)
-    step = decode_step(model, hw.expand(4), tp, b, isl + osl / 2, prefill_tokens=q).total_s
-    per_replica = np.where(grid.fits, b / step, 0.0)
-    return (measurement.devices // tp) * per_replica.max(axis=(1, 2, 3))
+    @property
+    def loo_error_pct(self) -> float | None:
+        if self.predicted_loo is None:
+            return None
+        return 100.0 * (self.predicted_loo - self.measurement.value) / self.measurement.value
 
 
-def compare(measurements: list[Measurement], catalog: Catalog) -> list[Comparison]:
-    """Predicted against measured for every supported record."""
-    return [Comparison(m, float(predict(m, catalog)[0])) for m in measurements if m.regime != "server"]
+# ------------------------------------------------------------------------------------ prediction
+def replica_devices(m: Measurement, costs: RooflineModel) -> int:
+    """Devices per replica: the stated TP (× PP), else the fewest that hold the weights (powers of two on GPUs)."""
+    if m.tp is not None:
+        return m.tp * (m.pp or 1)
+    silicon = costs.silicon(m.device, m.weights_dtype)
+    model = costs.profile(m.model, m.weights_dtype, m.kv_dtype)
+    counts = silicon.device_counts(model.weights_bytes, max_devices=max(m.devices, 1))
+    return counts[0] if counts else m.devices
+
+
+def predict(m: Measurement, costs: RooflineModel, variants: list[Device] | None = None) -> np.ndarray:
+    """The model's value of ``m.metric`` for ``m``, one entry per device variant (default: the catalog device)."""
+    devices = variants or [costs.catalog.device(m.device)]
+    silicon = [costs.silicon(d, m.weights_dtype) for d in devices]
+    model = costs.profile(m.model, m.weights_dtype, m.kv_dtype)
+    n = replica_devices(m, costs)
+    replicas = max(m.devices // n, 1)
+    isl, osl = int(m.isl), float(m.osl)
+    if m.regime == "single_user":
+        batches = (1,)
+    elif m.regime == "fixed_concurrency":
+        batches = (max(1, int(round(m.concurrency * n / m.devices))),)
+    else:
+        batches = BATCHES
+    spec = GridSpec(tp=(n,), batch=batches, input_tokens=(isl,), output_tokens=max(int(round(osl)), 1),
+                    steady_state=m.regime != "single_user")
+    grid = costs.grid(model, silicon, spec)
+    tpot_s = grid.tpot_s.reshape(len(devices), -1)
+    ttft_s = np.broadcast_to(grid.ttft_s, grid.tpot_s.shape).reshape(len(devices), -1)
+    rate = grid.output_tokens_per_s.reshape(len(devices), -1)
+    if m.regime == "max_throughput":
+        fits = grid.fits.reshape(len(devices), -1)
+        best = np.argmax(np.where(fits, rate, -1.0), axis=1)
+        pick = np.arange(len(devices)), best
+        ok = fits[pick]
+        tpot_s, ttft_s, rate = tpot_s[pick], ttft_s[pick], np.where(ok, rate[pick], 1e-9)
+    else:
+        tpot_s, ttft_s, rate = tpot_s[:, 0], ttft_s[:, 0], rate[:, 0]
+    if m.metric == "output_tokens_per_s":
+        return replicas * rate
+    if m.metric == "tpot_ms":
+        return s_to_ms(tpot_s)
+    if m.metric == "output_tokens_per_s_per_user":
+        return 1.0 / tpot_s
+    if m.metric == "ttft_ms":
+        return s_to_ms(ttft_s)
+    return s_to_ms(ttft_s + (osl - 1.0) * tpot_s)  # e2e_latency_ms
+
+
+def chosen_batch(m: Measurement, costs: RooflineModel) -> int:
+    """The per-replica batch the prediction of ``m`` runs at (max_throughput: the best that fits)."""
+    if m.regime == "single_user":
+        return 1
+    n = replica_devices(m, costs)
+    if m.regime == "fixed_concurrency":
+        return max(1, int(round(m.concurrency * n / m.devices)))
+    model = costs.profile(m.model, m.weights_dtype, m.kv_dtype)
+    spec = GridSpec(tp=(n,), batch=BATCHES, input_tokens=(int(m.isl),), output_tokens=max(int(round(m.osl)), 1),
+                    steady_state=True)
+    grid = costs.grid(model, costs.silicon(m.device, m.weights_dtype), spec)
+    rate = np.where(grid.fits, grid.output_tokens_per_s, -1.0).reshape(-1)
+    return int(BATCHES[int(np.argmax(rate))])
+
+
+# ------------------------------------------------------------------------------------------- fit
+@dataclass
+class FamilyFit:
+    """Fitted terms of one family, the records behind them, and the loss reached."""
+
+    name: str
+    params: dict[str, float]
+    records: list[str]
+    loss: float
+    x: np.ndarray | None = field(default=None, repr=False)
+
+
+def _to_x(values: dict[str, float]) -> np.ndarray:
+    return np.log(np.asarray([values[k] + LOG_OFFSET[k] for k in FITTED_TERMS]))
+
+
+def _from_x(x: np.ndarray) -> dict[str, float]:
+    out = {}
+    for k, v in zip(FITTED_TERMS, x):
+        lo, hi = BOUNDS[k]
+        out[k] = float(min(max(np.exp(v) - LOG_OFFSET[k], lo), hi))
+    return out
+
+
+def _x_bounds() -> tuple[np.ndarray, np.ndarray]:
+    lo = np.log(np.asarray([BOUNDS[k][0] + LOG_OFFSET[k] for k in FITTED_TERMS]))
+    hi = np.log(np.asarray([BOUNDS[k][1] + LOG_OFFSET[k] for k in FITTED_TERMS]))
+    return lo, hi
+
+
+def family_priors(catalog_priors: Catalog, family: str) -> dict[str, float]:
+    """The family's prior terms: those of its first device (the hardware files and families.yaml)."""
+    device = catalog_priors.device(catalog_priors.families[family].devices[0])
+    return {k: float(getattr(device, k)) for k in FITTED_TERMS}
+
+
+def fit_family(family: str, records: list[Measurement], catalog_priors: Catalog, prior_log_sd: dict[str, float],
+               start: np.ndarray | None = None) -> FamilyFit:
+    """Least-squares fit of one family's terms to ``records``, regularised toward the priors.
+
+    Residuals are ``log(pred/measured)`` per record and ``(x − x₀)/σ`` per term; the Jacobian is a
+    forward difference whose steps are priced together with the point, as extra device variants.
+    """
+    prior = family_priors(catalog_priors, family)
+    x0 = _to_x(prior)
+    sd = np.asarray([prior_log_sd[k] for k in FITTED_TERMS])
+    if not records:
+        return FamilyFit(family, prior, [], 0.0, x0)
+    costs = RooflineModel(catalog_priors)
+    measured = np.log(np.asarray([r.value for r in records]))
+    step = 1e-4
+
+    def variants(x):
+        points = [x] + [x + step * np.eye(len(x))[i] for i in range(len(x))]
+        return points
+
+    cache: dict[bytes, tuple[np.ndarray, np.ndarray]] = {}
+
+    def evaluate(x):
+        key = x.tobytes()
+        if key not in cache:
+            points = variants(x)
+            preds = np.empty((len(points), len(records)))
+            for j, record in enumerate(records):
+                base = catalog_priors.device(record.device)
+                devs = [base.model_copy(update=_from_x(p)) for p in points]
+                preds[:, j] = np.log(np.maximum(predict(record, costs, devs), 1e-12))
+            data = preds - measured
+            prior_res = (np.asarray(points) - x0) / sd
+            res = np.concatenate([data, prior_res], axis=1)
+            cache.clear()
+            cache[key] = (res[0], (res[1:] - res[0]).T / step)
+        return cache[key]
+
+    lo, hi = _x_bounds()
+    x_start = np.clip(x0 if start is None else start, lo + 1e-9, hi - 1e-9)
+    result = least_squares(lambda x: evaluate(x)[0], x_start, jac=lambda x: evaluate(x)[1], bounds=(lo, hi),
+                           method="trf", xtol=1e-6, ftol=1e-8, max_nfev=60)
+    return FamilyFit(family, _from_x(result.x), [r.id for r in records], float(2 * result.cost), result.x)
+
+
+# ---------------------------------------------------------------------------------- calibration
+@dataclass
+class Calibration:
+    """A whole calibration: fits, per-record comparisons (in-sample and left out), bands and coverage."""
+
+    fits: dict[str, FamilyFit]
+    comparisons: list[Comparison]
+    bands: dict[str, dict[str, tuple[float, float]]]
+    coverage: dict[str, dict]
+
+    def summary(self) -> dict:
+        return summarise(self.comparisons)
+
+
+def families_of(catalog: Catalog) -> dict[str, str]:
+    """Device id → family name."""
+    return {d: f.name for f in catalog.families.values() for d in f.devices}
+
+
+def calibrate(measurements: list[Measurement], catalog_priors: Catalog, prior_log_sd: dict[str, float],
+              leave_one_out: bool = True) -> Calibration:
+    """Fit every family with records, predict every comparable record in-sample and (optionally) left out."""
+    family_of = families_of(catalog_priors)
+    comparable = [m for m in measurements if m.comparable and m.device in family_of]
+    by_family: dict[str, list[Measurement]] = defaultdict(list)
+    for m in comparable:
+        if m.fit_target:
+            by_family[family_of[m.device]].append(m)
+    fits = {name: fit_family(name, recs, catalog_priors, prior_log_sd) for name, recs in sorted(by_family.items())}
+    fitted = fitted_catalog(catalog_priors, fits)
+    costs = RooflineModel(fitted)
+    loo: dict[str, float] = {}
+    if leave_one_out:
+        for name, recs in by_family.items():
+            for i, record in enumerate(recs):
+                rest = recs[:i] + recs[i + 1:]
+                refit = fit_family(name, rest, catalog_priors, prior_log_sd, start=fits[name].x)
+                loo[record.id] = float(predict(record, RooflineModel(fitted_catalog(catalog_priors, {name: refit})))[0])
+    comparisons = [Comparison(m, family_of[m.device], float(predict(m, costs)[0]), loo.get(m.id)) for m in comparable]
+    return Calibration(fits, comparisons, bands_from(comparisons), coverage_of(comparisons, costs))
+
+
+def fitted_catalog(catalog_priors: Catalog, fits: dict[str, FamilyFit]) -> Catalog:
+    """``catalog_priors`` with each fitted family's terms set on its devices."""
+    devices = dict(catalog_priors.devices)
+    for name, fit in fits.items():
+        for device_id in catalog_priors.families[name].devices:
+            devices[device_id] = devices[device_id].model_copy(update=fit.params)
+    return Catalog(devices=devices, models=catalog_priors.models, families=catalog_priors.families)
+
+
+def bands_from(comparisons: list[Comparison]) -> dict[str, dict[str, tuple[float, float]]]:
+    """Per family and metric group: the p10–p90 of measured/predicted over the LOO residuals (always ∋ 1)."""
+    ratios: dict[tuple[str, str], list[float]] = defaultdict(list)
+    pooled: dict[str, list[float]] = defaultdict(list)
+    for c in comparisons:
+        if c.predicted_loo is None or not c.measurement.fit_target:
+            continue
+        r = _measured_over_predicted(c.measurement, c.predicted_loo)
+        ratios[(c.family, c.measurement.group)].append(r)
+        pooled[c.measurement.group].append(r)
+    out: dict[str, dict[str, tuple[float, float]]] = defaultdict(dict)
+    families = {c.family for c in comparisons}
+    for fam in families:
+        for group in ("tpot", "ttft", "throughput"):
+            values = ratios.get((fam, group), [])
+            source = values if len(values) >= MIN_BAND_RECORDS else pooled.get(group, [])
+            if len(source) < 2:
+                continue
+            lo, hi = np.quantile(source, BAND_QUANTILES)
+            out[fam][group] = (round(float(min(lo, 1.0)), 4), round(float(max(hi, 1.0)), 4))
+    return dict(out)
+
+
+def _measured_over_predicted(m: Measurement, predicted: float) -> float:
+    """A latency-like ratio: measured/predicted time (inverted for rates), so a band multiplies a predicted time."""
+    if m.metric in ("output_tokens_per_s", "output_tokens_per_s_per_user"):
+        return predicted / m.value
+    return m.value / predicted
+
+
+def coverage_of(comparisons: list[Comparison], costs: RooflineModel) -> dict[str, dict]:
+    """Per family: the dtypes, largest TP, prompt length and batch its fit records span."""
+    out: dict[str, dict] = {}
+    for c in comparisons:
+        m = c.measurement
+        if not m.fit_target:
+            continue
+        cov = out.setdefault(c.family, {"dtypes": set(), "max_tp": 0, "max_isl": 0, "max_batch": 0})
+        cov["dtypes"].add(m.weights_dtype)
+        cov["max_tp"] = max(cov["max_tp"], replica_devices(m, costs))
+        cov["max_isl"] = max(cov["max_isl"], int(m.isl))
+        cov["max_batch"] = max(cov["max_batch"], chosen_batch(m, costs))
+    return {k: {**v, "dtypes": sorted(v["dtypes"])} for k, v in out.items()}
+
+
+def source_of(m: Measurement) -> str:
+    """The publication a record comes from, for per-source medians (the text before the first comma)."""
+    return m.source.split(",")[0].split(" (")[0].strip()[:60]
+
+
+def summarise(comparisons: list[Comparison]) -> dict:
+    """Median APE in-sample and left out: overall, per family, per source; p90, signed bias, band coverage."""
+    fitted = [c for c in comparisons if c.measurement.fit_target]
+
+    def stats(items: list[Comparison]) -> dict:
+        ins = np.asarray([abs(c.error_pct) for c in items])
+        loo = np.asarray([abs(c.loo_error_pct) for c in items if c.loo_error_pct is not None])
+        signed = np.asarray([c.loo_error_pct if c.loo_error_pct is not None else c.error_pct for c in items])
+        return {
+            "records": len(items),
+            "median_ape_pct": float(np.median(ins)) if len(ins) else None,
+            "loo_median_ape_pct": float(np.median(loo)) if len(loo) else None,
+            "loo_p90_ape_pct": float(np.quantile(loo, 0.9)) if len(loo) else None,
+            "median_signed_error_pct": float(np.median(signed)) if len(signed) else None,
+        }
+
+    by_family: dict[str, list[Comparison]] = defaultdict(list)
+    by_source: dict[str, list[Comparison]] = defaultdict(list)
+    for c in fitted:
+        by_family[c.family].append(c)
+        by_source[source_of(c.measurement)].append(c)
+    per_source = {k: stats(v) for k, v in sorted(by_source.items())}
+    medians = [s["loo_median_ape_pct"] for s in per_source.values() if s["loo_median_ape_pct"] is not None]
+    return {
+        "overall": stats(fitted),
+        "checks": stats([c for c in comparisons if not c.measurement.fit_target]),
+        "mean_of_source_loo_medians_pct": float(np.mean(medians)) if medians else None,
+        "families": {k: stats(v) for k, v in sorted(by_family.items())},
+        "sources": per_source,
+    }
 
 
 def median_ape(comparisons: list[Comparison]) -> float:
-    """Median absolute percentage error."""
+    """Median absolute percentage error, in-sample."""
     return float(np.median([abs(c.error_pct) for c in comparisons]))
 
 
-def fit_family(family: Family, measurements: list[Measurement], catalog: Catalog) -> dict:
-    """Grid-search (MFU, MBU, layer latency) minimising the squared log error over the family's fit targets.
-
-    Every variant is priced in one grid call per record (the device axis holds the variants).
-    """
-    usable = [m for m in measurements if m.device in family.devices and m.regime != "server"]
-    records = [m for m in usable if m.fit_target]
-    note = "fitted on its fit-target records"
-    if not records:
-        records, note = usable, "no fit-target records: fitted on check-only records, the only data for this family"
-    if not records:
-        return {"family": family.name, "records": [], "note": "no records: catalog priors kept"}
-    combos = list(itertools.product(FIT_MFU, FIT_MBU, FIT_LAYER_US))
-    grid = np.asarray(combos)
-    prior = catalog.device(family.devices[0])
-    loss = PRIOR_WEIGHT * (
-        np.log(grid[:, 0] / prior.mfu) ** 2
-        + np.log(grid[:, 1] / prior.mbu) ** 2
-        + np.log((grid[:, 2] + 1.0) / (prior.layer_latency_us + 1.0)) ** 2
-    )
-    for record in records:
-        base = catalog.device(record.device)
-        variants = [base.model_copy(update={"mfu": f, "mbu": b, "layer_latency_us": l}) for f, b, l in combos]
-        predicted = predict(record, catalog, variants)
-        loss += np.log(np.maximum(predicted, 1e-12) / record.value) ** 2
-    best = int(np.argmin(loss))
-    mfu, mbu, layer_us = combos[best]
+def fit_body(cal: Calibration, date: str, version: str) -> dict:
+    """What ``calibrate --fit --write`` stores in fit.yaml."""
+    summary = cal.summary()
     return {
-        "family": family.name,
-        "mfu": float(mfu),
-        "mbu": float(mbu),
-        "layer_latency_us": float(layer_us),
-        "records": [r.id for r in records],
-        "note": note,
-        "loss": float(loss[best]),
+        "date": date,
+        "cost_model": f"siliconmix {version}",
+        "summary": {k: summary["overall"][k] for k in ("records", "median_ape_pct", "loo_median_ape_pct")},
+        "families": [
+            {"name": name, "params": {k: round(v, 6) for k, v in fit.params.items()}, "records": fit.records,
+             "loss": round(fit.loss, 6), "bands": {g: list(b) for g, b in cal.bands.get(name, {}).items()},
+             "coverage": cal.coverage.get(name, {})}
+            for name, fit in cal.fits.items()
+        ],
+        "residuals_predicted_over_measured": {
+            c.measurement.id: {"in_sample": round(c.predicted / c.measurement.value, 4),
+                               "loo": None if c.predicted_loo is None else round(c.predicted_loo / c.measurement.value, 4)}
+            for c in cal.comparisons
+        },
     }

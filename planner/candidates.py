@@ -17,15 +17,20 @@ import numpy as np
 
 from planner.catalog import Catalog
 from planner.graph import TOKEN_ID_BYTES, edge_bytes, strategies_of, units
-from planner.perf import memory
-from planner.perf.af import af_decode_step, attention_side, expert_side
-from planner.perf.comm import transfer_s
-from planner.perf.profile import HardwareArrays, ModelProfile, UnsupportedDtype
-from planner.perf.roofline import chunked_prefill_tokens_per_step, decode_step, kv_share, prefill_pass
-from planner.perf.spec import expected_tokens_per_round, spec_round_s, spec_tpot_s
+from planner.perf.model import (
+    CostModel,
+    RooflineModel,
+    Silicon,
+    UnsupportedDtype,
+    attention_side,
+    chunked_prefill_tokens_per_step,
+    expert_side,
+    paged_kv_tokens,
+    transfer_s,
+)
 from planner.queueing import DECODE_UTILIZATION, max_utilization, md1_wait_s
 from planner.schema import Device, RequestClass, Workload
-from planner.units import gb_s_to_bytes_s, gb_to_bytes, ms_to_s, s_to_ms, us_to_s
+from planner.units import ms_to_s, s_to_ms
 
 
 @dataclass(frozen=True)
@@ -77,85 +82,34 @@ class Candidate:
         return self.utilization_cap * self.capacity_rps
 
 
-@dataclass(frozen=True)
-class _Silicon:
-    """One device with its arrays at the workload's dtype."""
-
-    device: Device
-    hw: HardwareArrays
-
-    @property
-    def id(self) -> str:
-        return self.device.id
-
-    @property
-    def usable_kv_bytes(self) -> float:
-        return memory.USABLE_MEMORY_FRACTION * gb_to_bytes(self.device.kv_memory.capacity_gb)
-
-    @property
-    def nic_bytes_s(self) -> float:
-        return gb_s_to_bytes_s(self.device.scale_out.bandwidth_gb_s)
-
-    @property
-    def nic_latency_s(self) -> float:
-        return us_to_s(self.device.scale_out.latency_us)
-
-    def replica_power_w(self, n: int) -> float:
-        d = self.device
-        return n * (d.tdp_w + d.node_overhead_w / d.devices_per_node)
-
-    def tp_options(self, weights_bytes: float, max_tp: int) -> list[int]:
-        return device_counts(self.device, weights_bytes, max_tp)
-
-    def kv_room(self, weights_bytes_per_device, extra_weights_per_device=0.0):
-        """Bytes per device left for KV next to the weights."""
-        if self.device.weights_tier == self.device.kv_tier:
-            return self.usable_kv_bytes - weights_bytes_per_device - extra_weights_per_device
-        return self.usable_kv_bytes
-
-
-def device_counts(device: Device, weights_bytes: float, max_tp: int = 64) -> list[int]:
-    """Device counts per replica that hold ``weights_bytes``.
-
-    GPUs and other HBM devices: powers of two from the least count that fits to the scale-up domain
-    (at most ``max_tp``). SRAM machines: the least chip count that holds the weights, and its double.
-    """
-    usable = memory.USABLE_MEMORY_FRACTION * gb_to_bytes(device.weights_memory.capacity_gb)
-    least = max(1, math.ceil(weights_bytes / usable))
-    domain = device.scale_up.domain_size
-    if device.is_sram_machine:
-        return [n for n in (least, 2 * least) if n <= domain]
-    return [2**i for i in range(0, 13) if least <= 2**i <= min(domain, max_tp)]
-
-
 def generate_candidates(workload: Workload, catalog: Catalog, graph: nx.DiGraph,
-                        options: CandidateOptions = CandidateOptions()) -> tuple[list[Candidate], list[str]]:
+                        options: CandidateOptions = CandidateOptions(),
+                        costs: CostModel | None = None) -> tuple[list[Candidate], list[str]]:
     """All non-dominated SLO-feasible candidates, and notes on devices that were skipped."""
-    arch = catalog.model(workload.model)
-    model = ModelProfile.of(arch, workload.dtype, workload.kv_dtype)
+    costs = costs or RooflineModel(catalog)
+    model = costs.profile(workload.model, workload.dtype, workload.kv_dtype)
     draft = None
     if workload.spec_decode is not None:
-        draft = ModelProfile.of(catalog.model(workload.spec_decode.draft_model), workload.dtype, workload.kv_dtype)
-    silicon, notes = _silicon(workload, catalog)
+        draft = costs.profile(workload.spec_decode.draft_model, workload.dtype, workload.kv_dtype)
+    silicon, notes = _silicon(workload, catalog, costs)
     candidates: list[Candidate] = []
     for rc in sorted(workload.classes, key=lambda c: c.name):
         for strategy in strategies_of(graph, rc.name):
             for unit in units(graph, rc.name, strategy):
-                found = _UNIT_BUILDERS[(strategy, unit)](rc, strategy, model, draft, workload, silicon, graph, options)
+                found = _UNIT_BUILDERS[(strategy, unit)](rc, strategy, model, draft, workload, silicon, graph, options, costs)
                 candidates.extend(prune_dominated(found, workload))
     return candidates, notes
 
 
-def _silicon(workload: Workload, catalog: Catalog) -> tuple[list[_Silicon], list[str]]:
+def _silicon(workload: Workload, catalog: Catalog, costs: CostModel) -> tuple[list[Silicon], list[str]]:
     allowed = workload.constraints.devices or tuple(catalog.devices)
     out, notes = [], []
     for device_id in allowed:
-        device = catalog.device(device_id)
         if workload.constraints.inventory.get(device_id, 1) == 0:
             notes.append(f"{device_id}: inventory 0")
             continue
         try:
-            out.append(_Silicon(device, HardwareArrays.of([device], workload.dtype)))
+            out.append(costs.silicon(device_id, workload.dtype))
         except UnsupportedDtype as exc:
             notes.append(str(exc))
     return out, notes
@@ -191,7 +145,7 @@ def prune_dominated(candidates: list[Candidate], workload: Workload) -> list[Can
     return [c for c, beaten in zip(candidates, dominates.any(axis=0)) if not beaten]
 
 
-def _money(parts: list[tuple[_Silicon, int]]) -> dict:
+def _money(parts: list[tuple[Silicon, int]]) -> dict:
     return {
         "devices_by_type": {s.id: n for s, n in parts},
         "power_w": sum(s.replica_power_w(n) for s, n in parts),
@@ -211,7 +165,7 @@ def _context(rc: RequestClass) -> float:
     return rc.input_tokens + rc.output_tokens / 2.0
 
 
-def _prefill(rc, strategy, model, draft, workload, silicon, graph, options) -> list[Candidate]:
+def _prefill(rc, strategy, model, draft, workload, silicon, graph, options, costs) -> list[Candidate]:
     new = rc.input_tokens * (1 - rc.prefix_cache_hit)
     cached = rc.input_tokens - new
     kv_out = edge_bytes(graph, rc.name, strategy, "prefill", "decode" if strategy == "pd_disagg"
@@ -220,10 +174,10 @@ def _prefill(rc, strategy, model, draft, workload, silicon, graph, options) -> l
     m = np.asarray(options.prefill_batches, dtype=float)
     out = []
     for s in silicon:
-        for n in s.tp_options(model.weights_bytes, options.max_tp):
-            service = prefill_pass(model, s.hw, n, new, cached, prompts=m).total_s.reshape(-1)
-            kv_per_device = m * model.kv_bytes(rc.input_tokens) * kv_share(model, s.hw, n).reshape(-1)
-            fits = kv_per_device <= s.kv_room(model.weights_bytes / n)
+        for n in s.device_counts(model.weights_bytes, options.max_tp):
+            service = costs.prefill(model, s, n, new, cached, prompts=m).total_s.reshape(-1)
+            kv_per_device = m * model.kv_bytes(rc.input_tokens) * costs.kv_share(model, s, n).reshape(-1)
+            fits = kv_per_device <= s.kv_room_bytes(model.weights_bytes / n)
             move = float(transfer_s(kv_out, n * s.nic_bytes_s, s.nic_latency_s)) if kv_out else 0.0
             rho = max_utilization(slo_s, service, move)
             network_rps = n * s.nic_bytes_s / kv_out if kv_out else np.inf
@@ -254,15 +208,15 @@ def _decode_choice(rc, tpot, fits, batch, network_rps):
     return i, float(capacity[i]), limited
 
 
-def _decode(rc, strategy, model, draft, workload, silicon, graph, options) -> list[Candidate]:
+def _decode(rc, strategy, model, draft, workload, silicon, graph, options, costs) -> list[Candidate]:
     kv_in = edge_bytes(graph, rc.name, strategy, "prefill", "decode")
     b = np.asarray(options.batches, dtype=float)
     out = []
     for s in silicon:
-        for n in s.tp_options(model.weights_bytes, options.max_tp):
-            tpot = decode_step(model, s.hw, n, b, _context(rc)).total_s.reshape(-1)
-            per_seq = model.kv_bytes(memory.paged_kv_tokens(rc.input_tokens, rc.output_tokens)) * kv_share(model, s.hw, n).reshape(-1)
-            fits = b * per_seq <= s.kv_room(model.weights_bytes / n)
+        for n in s.device_counts(model.weights_bytes, options.max_tp):
+            tpot = costs.decode(model, s, n, b, _context(rc)).total_s.reshape(-1)
+            per_seq = model.kv_bytes(paged_kv_tokens(rc.input_tokens, rc.output_tokens)) * costs.kv_share(model, s, n).reshape(-1)
+            fits = b * per_seq <= s.kv_room_bytes(model.weights_bytes / n)
             choice = _decode_choice(rc, tpot, fits, b, n * s.nic_bytes_s / kv_in if kv_in else np.inf)
             if choice is None:
                 continue
@@ -275,20 +229,20 @@ def _decode(rc, strategy, model, draft, workload, silicon, graph, options) -> li
     return out
 
 
-def _aggregated(rc, strategy, model, draft, workload, silicon, graph, options) -> list[Candidate]:
+def _aggregated(rc, strategy, model, draft, workload, silicon, graph, options, costs) -> list[Candidate]:
     new = rc.input_tokens * (1 - rc.prefix_cache_hit)
     b = np.asarray(options.batches, dtype=float)
     chunk = float(min(options.chunk_tokens, new))
     q = chunked_prefill_tokens_per_step(b, rc.input_tokens, rc.output_tokens, rc.prefix_cache_hit)
     out = []
     for s in silicon:
-        for n in s.tp_options(model.weights_bytes, options.max_tp):
-            step = decode_step(model, s.hw, n, b, _context(rc), prefill_tokens=q).total_s.reshape(-1)
-            chunk_step = decode_step(model, s.hw, n, b, _context(rc), prefill_tokens=chunk).total_s.reshape(-1)
+        for n in s.device_counts(model.weights_bytes, options.max_tp):
+            step = costs.decode(model, s, n, b, _context(rc), prefill_tokens=q).total_s.reshape(-1)
+            chunk_step = costs.decode(model, s, n, b, _context(rc), prefill_tokens=chunk).total_s.reshape(-1)
             service = math.ceil(new / chunk) * chunk_step  # the prompt's chunks ride on that many steps
             rho = max_utilization(ms_to_s(rc.slo.ttft_ms), service)
-            per_seq = model.kv_bytes(memory.paged_kv_tokens(rc.input_tokens, rc.output_tokens)) * kv_share(model, s.hw, n).reshape(-1)
-            fits = (b * per_seq <= s.kv_room(model.weights_bytes / n)) & (q <= options.chunk_tokens)
+            per_seq = model.kv_bytes(paged_kv_tokens(rc.input_tokens, rc.output_tokens)) * costs.kv_share(model, s, n).reshape(-1)
+            fits = (b * per_seq <= s.kv_room_bytes(model.weights_bytes / n)) & (q <= options.chunk_tokens)
             capacity = b / (step * rc.output_tokens)
             ok = fits & (step <= ms_to_s(rc.slo.tpot_ms)) & (rho > 0)
             i = _best(ok, rho * capacity)
@@ -308,34 +262,34 @@ def _aggregated(rc, strategy, model, draft, workload, silicon, graph, options) -
     return out
 
 
-def _spec_decode(rc, strategy, model, draft, workload, silicon, graph, options) -> list[Candidate]:
+def _spec_decode(rc, strategy, model, draft, workload, silicon, graph, options, costs) -> list[Candidate]:
     spec = workload.spec_decode
     k, alpha = spec.draft_tokens, spec.acceptance_rate
-    tokens_per_round = float(expected_tokens_per_round(alpha, k))
+    tokens_per_round = float(costs.expected_tokens_per_round(alpha, k))
     b = np.asarray(options.batches, dtype=float)
     c = _context(rc)
-    live = memory.paged_kv_tokens(rc.input_tokens, rc.output_tokens)
+    live = paged_kv_tokens(rc.input_tokens, rc.output_tokens)
     kv_in = edge_bytes(graph, rc.name, strategy, "prefill", "verify")
     # a draft on other silicon runs on the fewest devices that hold it; its step does not depend on the target
     remote = {}
     for d in silicon:
-        counts = d.tp_options(draft.weights_bytes, options.max_tp)
+        counts = d.device_counts(draft.weights_bytes, options.max_tp)
         if counts:
             nd = counts[0]
-            step = decode_step(draft, d.hw, nd, b, c).total_s.reshape(-1)
-            kv = b * draft.kv_bytes(live) * kv_share(draft, d.hw, nd).reshape(-1)
-            remote[d.id] = (d, nd, step, kv <= d.kv_room(draft.weights_bytes / nd))
+            step = costs.decode(draft, d, nd, b, c).total_s.reshape(-1)
+            kv = b * draft.kv_bytes(live) * costs.kv_share(draft, d, nd).reshape(-1)
+            remote[d.id] = (d, nd, step, kv <= d.kv_room_bytes(draft.weights_bytes / nd))
     out = []
     for v in silicon:
-        for n in v.tp_options(model.weights_bytes, options.max_tp):
-            verify = decode_step(model, v.hw, n, b, c, prefill_tokens=b * k).total_s.reshape(-1)
-            target_kv = b * model.kv_bytes(live) * kv_share(model, v.hw, n).reshape(-1)
+        for n in v.device_counts(model.weights_bytes, options.max_tp):
+            verify = costs.decode(model, v, n, b, c, prefill_tokens=b * k).total_s.reshape(-1)
+            target_kv = b * model.kv_bytes(live) * costs.kv_share(model, v, n).reshape(-1)
             network_rps = n * v.nic_bytes_s / kv_in if kv_in else np.inf
             # draft on the target's own devices
-            local_step = decode_step(draft, v.hw, n, b, c).total_s.reshape(-1)
-            local_kv = b * draft.kv_bytes(live) * kv_share(draft, v.hw, n).reshape(-1)
-            layouts = [(None, n, local_step, target_kv + local_kv <= v.kv_room(model.weights_bytes / n, draft.weights_bytes / n), 0.0)]
-            target_fits = target_kv <= v.kv_room(model.weights_bytes / n)
+            local_step = costs.decode(draft, v, n, b, c).total_s.reshape(-1)
+            local_kv = b * draft.kv_bytes(live) * costs.kv_share(draft, v, n).reshape(-1)
+            layouts = [(None, n, local_step, target_kv + local_kv <= v.kv_room_bytes(model.weights_bytes / n, draft.weights_bytes / n), 0.0)]
+            target_fits = target_kv <= v.kv_room_bytes(model.weights_bytes / n)
             for d_id, (d, nd, step, draft_fits) in remote.items():
                 if d_id == v.id:
                     continue
@@ -343,8 +297,8 @@ def _spec_decode(rc, strategy, model, draft, workload, silicon, graph, options) 
                 round_trip = 2.0 * transfer_s(b * k * TOKEN_ID_BYTES, link, max(v.nic_latency_s, d.nic_latency_s))
                 layouts.append((d, nd, step, target_fits & draft_fits, round_trip))
             for d, nd, step, fits, round_trip in layouts:
-                round_s = spec_round_s(step, k, verify, round_trip)
-                tpot = spec_tpot_s(round_s, alpha, k)
+                round_s = costs.spec_round_s(step, k, verify, round_trip)
+                tpot = costs.spec_tpot_s(step, verify, k, alpha, round_trip)
                 choice = _decode_choice(rc, tpot, fits, b, network_rps)
                 if choice is None:
                     continue
@@ -361,23 +315,22 @@ def _spec_decode(rc, strategy, model, draft, workload, silicon, graph, options) 
     return out
 
 
-def _af_decode(rc, strategy, model, draft, workload, silicon, graph, options) -> list[Candidate]:
+def _af_decode(rc, strategy, model, draft, workload, silicon, graph, options, costs) -> list[Candidate]:
     attn, experts = attention_side(model), expert_side(model)
     b = np.asarray(options.batches, dtype=float)
     c = _context(rc)
-    live = memory.paged_kv_tokens(rc.input_tokens, rc.output_tokens)
+    live = paged_kv_tokens(rc.input_tokens, rc.output_tokens)
     kv_in = edge_bytes(graph, rc.name, strategy, "prefill", "attention")
     out = []
     for a in silicon:
-        for na in a.tp_options(attn.weights_bytes, options.max_tp):
-            kv = b * model.kv_bytes(live) * kv_share(model, a.hw, na).reshape(-1)
-            fits_a = kv <= a.kv_room(attn.weights_bytes / na)
+        for na in a.device_counts(attn.weights_bytes, options.max_tp):
+            kv = b * model.kv_bytes(live) * costs.kv_share(model, a, na).reshape(-1)
+            fits_a = kv <= a.kv_room_bytes(attn.weights_bytes / na)
             for f in silicon:
-                for nf in f.tp_options(experts.weights_bytes, options.max_tp)[:2]:
+                for nf in f.device_counts(experts.weights_bytes, options.max_tp)[:2]:
                     link = min(na * a.nic_bytes_s, nf * f.nic_bytes_s)
                     latency = max(a.nic_latency_s, f.nic_latency_s)
-                    step, _, _ = af_decode_step(model, a.hw, na, f.hw, nf, b, c, link, latency)
-                    step = step.reshape(-1)
+                    step = costs.af_decode(model, a, na, f, nf, b, c, link, latency).total_s.reshape(-1)
                     choice = _decode_choice(rc, step, fits_a, b, na * a.nic_bytes_s / kv_in if kv_in else np.inf)
                     if choice is None:
                         continue

@@ -8,7 +8,7 @@ malformed entry raises CatalogError naming the file, the entry and the field.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 from types import MappingProxyType
@@ -17,7 +17,7 @@ from typing import Any, Mapping
 import yaml
 from pydantic import ValidationError
 
-from planner.schema import Device, ModelArch, Provenance
+from planner.schema import Band, Device, FamilyCalibration, ModelArch, Provenance
 
 DEFAULT_CATALOG_DIR = Path(__file__).resolve().parent.parent / "catalogs"
 
@@ -43,6 +43,7 @@ class Catalog:
 
     devices: Mapping[str, Device]
     models: Mapping[str, ModelArch]
+    families: Mapping[str, FamilyCalibration] = field(default_factory=lambda: MappingProxyType({}))
 
     def device(self, device_id: str) -> Device:
         if device_id not in self.devices:
@@ -82,63 +83,108 @@ def load_catalog(root: Path | None = None, apply_fit: bool = True) -> Catalog:
         models[model.id] = model
     if not devices or not models:
         raise CatalogError(f"{root}: no hardware or no model files found")
+    devices, families = _apply_families(root / "calibration" / "families.yaml", devices)
     fit_path = root / "calibration" / "fit.yaml"
     if apply_fit and fit_path.exists():
-        devices = _apply_fit(fit_path, devices)
-    return Catalog(MappingProxyType(dict(sorted(devices.items()))), MappingProxyType(dict(sorted(models.items()))))
+        devices, families = _apply_fit(fit_path, devices, families)
+    return Catalog(MappingProxyType(dict(sorted(devices.items()))), MappingProxyType(dict(sorted(models.items()))),
+                   MappingProxyType(families))
 
 
 def load_measurements(root: Path | None = None) -> list:
-    """Published measurements (``calibration/measurements.yaml``) and device families (``fit.yaml``)."""
-    from planner.calibration import Family, Measurement
+    """Published measurements (``calibration/measurements.yaml``), validated."""
+    from planner.calibration import Measurement
 
     root = Path(root) if root is not None else catalog_dir()
     raw = _read_yaml(root / "calibration" / "measurements.yaml") or []
+    if not isinstance(raw, list):
+        raise CatalogError("measurements.yaml: expected a list of records")
     measurements = []
     for i, entry in enumerate(raw):
         try:
             measurements.append(Measurement.model_validate(entry))
         except ValidationError as exc:
-            raise CatalogError(f"measurements.yaml: record {i} ({entry.get('id', '?')}): {_describe(exc)}") from exc
-    fit = _read_yaml(root / "calibration" / "fit.yaml") or {}
-    families = [Family(name=f["name"], devices=tuple(f["devices"])) for f in fit.get("families", [])]
-    return measurements, families
+            entry_id = entry.get("id", "?") if isinstance(entry, dict) else "?"
+            raise CatalogError(f"measurements.yaml: record {i} ({entry_id}): {_describe(exc)}") from exc
+    return measurements
 
 
-def write_fit(fits: list[dict], residuals: dict[str, float], date: str, root: Path | None = None) -> Path:
-    """Rewrite ``calibration/fit.yaml`` with fitted factors per family and every record's residual."""
+def write_fit(body: dict, root: Path | None = None) -> Path:
+    """Rewrite ``calibration/fit.yaml`` (its comment header kept) with ``body``, and drop cached catalogs."""
     root = Path(root) if root is not None else catalog_dir()
     path = root / "calibration" / "fit.yaml"
-    header = "".join(line for line in path.read_text().splitlines(keepends=True) if line.startswith("#"))
-    from planner import __version__
-
-    body = {"date": date, "cost_model": f"siliconmix {__version__}", "families": fits,
-            "residuals_predicted_over_measured": residuals}
+    header = "".join(line for line in path.read_text().splitlines(keepends=True) if line.startswith("#")) if path.exists() else ""
     path.write_text(header + yaml.safe_dump(body, sort_keys=False, width=120))
     load_catalog.cache_clear()
     return path
 
 
-def _apply_fit(path: Path, devices: dict[str, Device]) -> dict[str, Device]:
-    fit = _read_yaml(path) or {}
-    out = dict(devices)
-    for family in fit.get("families", []):
-        factors = {k: family[k] for k in ("mfu", "mbu", "layer_latency_us") if k in family}
-        if not factors:
-            continue
-        source = (
-            f"fitted to {len(family.get('records', []))} published measurements, family {family['name']} "
-            f"(catalogs/calibration/fit.yaml, {fit.get('date', '?')}; {family.get('note', '')})"
-        )
-        for device_id in family["devices"]:
+#: efficiency terms a family's fit sets on its devices (Device fields).
+FITTED_TERMS = ("mfu", "mbu", "layer_latency_us", "moe_layer_latency_us", "step_overhead_us", "collective_latency_us")
+#: terms whose priors live in families.yaml rather than the hardware files.
+FAMILY_TERMS = ("moe_layer_latency_us", "step_overhead_us", "collective_latency_us")
+
+
+def load_families(root: Path | None = None) -> dict:
+    """``calibration/families.yaml``: families, their devices, default and per-family priors, prior spreads."""
+    root = Path(root) if root is not None else catalog_dir()
+    path = root / "calibration" / "families.yaml"
+    raw = _read_yaml(path) if path.exists() else {}
+    if not isinstance(raw, dict) or not isinstance(raw.get("families", []), list):
+        raise CatalogError(f"{path.name}: expected a mapping with a list 'families'")
+    return raw
+
+
+def _apply_families(path: Path, devices: dict[str, Device]) -> tuple[dict[str, Device], dict[str, FamilyCalibration]]:
+    """Set each device's family and the family's priors of the structural terms (with their sources)."""
+    raw = load_families(path.parent.parent) if path.exists() else {"families": []}
+    defaults = raw.get("default_priors", {}) or {}
+    out, families = dict(devices), {}
+    for family in raw["families"]:
+        name = family.get("name")
+        members = tuple(family.get("devices", ()))
+        priors = {**defaults, **(family.get("priors") or {})}
+        provenance: dict[str, Provenance] = {}
+        try:
+            values = _unwrap({k: priors[k] for k in FAMILY_TERMS if k in priors}, "efficiency", provenance)
+        except CatalogError as exc:
+            raise CatalogError(f"{path.name}: family {name!r}: {exc}") from exc
+        for device_id in members:
             if device_id not in out:
-                raise CatalogError(f"fit.yaml: family {family['name']!r} names unknown device {device_id!r}")
+                raise CatalogError(f"{path.name}: family {name!r} names unknown device {device_id!r}")
             device = out[device_id]
-            provenance = dict(device.provenance)
-            for key in factors:
-                provenance[f"efficiency.{key}"] = Provenance(source=source, estimate=False)
-            out[device_id] = device.model_copy(update={**factors, "provenance": provenance})
-    return out
+            out[device_id] = device.model_copy(update={**values, "family": name,
+                                                       "provenance": {**device.provenance, **provenance}})
+        families[name] = FamilyCalibration(name=name, devices=members)
+    return out, families
+
+
+def _apply_fit(path: Path, devices: dict[str, Device], families: dict[str, FamilyCalibration]):
+    """Replace the priors of every fitted family's devices by the fitted terms; record bands and coverage."""
+    fit = _read_yaml(path) or {}
+    out, fams = dict(devices), dict(families)
+    for family in fit.get("families", []):
+        name = family.get("name")
+        if name not in fams:
+            raise CatalogError(f"{path.name}: family {name!r} is not in families.yaml")
+        params = {k: float(v) for k, v in (family.get("params") or {}).items() if k in FITTED_TERMS}
+        records = family.get("records", [])
+        if not params or not records:
+            continue
+        source = (f"fitted to {len(records)} published measurements, family {name} "
+                  f"(catalogs/calibration/fit.yaml, {fit.get('date', '?')})")
+        for device_id in fams[name].devices:
+            device = out[device_id]
+            provenance = {**device.provenance, **{f"efficiency.{k}": Provenance(source=source) for k in params}}
+            out[device_id] = device.model_copy(update={**params, "provenance": provenance})
+        coverage = family.get("coverage", {}) or {}
+        fams[name] = fams[name].model_copy(update={
+            "records": len(records), "fitted": True, "date": str(fit.get("date", "")),
+            "bands": {k: Band(low=v[0], high=v[1]) for k, v in (family.get("bands") or {}).items()},
+            "dtypes": tuple(coverage.get("dtypes", ())), "max_tp": int(coverage.get("max_tp", 0)),
+            "max_isl": int(coverage.get("max_isl", 0)), "max_batch": int(coverage.get("max_batch", 0)),
+        })
+    return out, fams
 
 
 def _read_yaml(path: Path) -> Any:

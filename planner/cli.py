@@ -18,7 +18,7 @@ from rich.table import Table
 
 from planner.catalog import CatalogError, UnknownId, load_catalog
 from planner.estimate import DoesNotFit, estimate
-from planner.perf.profile import UnsupportedDtype
+from planner.perf.model import UnsupportedDtype
 from planner.files import InputFileError, read_document, write_json
 from planner.schema import EstimateRequest, Workload
 from planner.units import BYTES_PER_GB, PARAMS_PER_BILLION, WATTS_PER_KW
@@ -84,7 +84,7 @@ def catalog_command(
             )
         console.print(table)
         return
-    from planner.perf.memory import active_params, kv_bytes_per_token, total_params
+    from planner.perf.model import active_params, kv_bytes_per_token, total_params
 
     if as_json:
         print_json([{**m.model_dump(mode="json"), "vendor": m.family} for m in catalog.models.values()])
@@ -154,64 +154,6 @@ def estimate_command(
     for name, value in rows:
         table.add_row(name, value)
     console.print(table)
-
-
-@app.command("calibrate")
-def calibrate_command(
-    fit: bool = typer.Option(False, "--fit", help="fit MFU, MBU and layer latency per device family"),
-    write: bool = typer.Option(False, "--write", help="with --fit: write catalogs/calibration/fit.yaml"),
-    as_json: bool = typer.Option(False, "--json", help="print JSON"),
-) -> None:
-    """The cost model against published measurements: error per record and the median APE."""
-    import datetime
-
-    from planner.calibration import compare, fit_family, median_ape
-    from planner.catalog import load_measurements, write_fit
-
-    try:
-        measurements, families = load_measurements()
-        if fit:
-            priors = load_catalog(apply_fit=False)
-            fits = [{"name": f.name, "devices": list(f.devices), **_without_family(fit_family(f, measurements, priors))}
-                    for f in families]
-            if write:
-                fitted = load_catalog(apply_fit=False)  # residuals are written for the fitted catalog below
-                date = datetime.date.today().isoformat()
-                write_fit(fits, {}, date)
-                catalog = load_catalog()
-                comparisons = compare(measurements, catalog)
-                write_fit(fits, {c.measurement.id: round(c.predicted / c.measurement.value, 3) for c in comparisons}, date)
-                del fitted
-            else:
-                console.print(fits)
-        catalog = load_catalog()
-        comparisons = compare(measurements, catalog)
-    except CatalogError as exc:
-        fail(f"catalog: {exc}")
-    if as_json:
-        print_json({
-            "median_ape_pct": median_ape(comparisons),
-            "records": [{"id": c.measurement.id, "device": c.measurement.device, "model": c.measurement.model,
-                         "regime": c.measurement.regime, "metric": c.measurement.metric, "fit_target": c.measurement.fit_target,
-                         "measured": c.measurement.value, "predicted": c.predicted, "error_pct": c.error_pct}
-                        for c in comparisons],
-        })
-        return
-    table = Table(title="Cost model vs published measurements")
-    for col in ("record", "device", "n", "regime", "metric", "measured", "predicted", "error %", "fit"):
-        table.add_column(col, justify="right" if col in ("n", "measured", "predicted", "error %") else "left")
-    for c in comparisons:
-        m = c.measurement
-        table.add_row(m.id, m.device, str(m.devices), m.regime, m.metric, f"{m.value:,.1f}", f"{c.predicted:,.1f}",
-                      f"{c.error_pct:+.0f}", "yes" if m.fit_target else "check")
-    console.print(table)
-    targets = [c for c in comparisons if c.measurement.fit_target]
-    console.print(f"median absolute percentage error: {median_ape(comparisons):.1f}% over {len(comparisons)} records "
-                  f"({median_ape(targets):.1f}% over the {len(targets)} fit targets)")
-
-
-def _without_family(fit: dict) -> dict:
-    return {k: v for k, v in fit.items() if k != "family"}
 
 
 class ObjectiveChoice(str, Enum):
@@ -336,3 +278,4 @@ def main() -> None:
 import planner.commands.study  # noqa: E402,F401
 import planner.commands.serve  # noqa: E402,F401
 import planner.commands.export  # noqa: E402,F401
+import planner.commands.calibrate  # noqa: E402,F401

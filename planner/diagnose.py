@@ -9,11 +9,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from planner.candidates import Candidate, device_counts
+from planner.candidates import Candidate
 from planner.catalog import Catalog
 from planner.milp.build import BuildOptions, build_model
-from planner.perf.profile import HardwareArrays, ModelProfile, UnsupportedDtype
-from planner.perf.roofline import decode_step, prefill_pass
+from planner.perf.model import RooflineModel, UnsupportedDtype
 from planner.schema import Diagnosis, SloShortfall, Workload
 from planner.solvers.base import SolveOptions, get_backend
 from planner.units import s_to_ms
@@ -34,25 +33,26 @@ def unserved_classes(workload: Workload, candidates: list[Candidate], graph_unit
 
 def slo_shortfalls(workload: Workload, catalog: Catalog, class_names: list[str]) -> list[SloShortfall]:
     """For each unserved class: the best TTFT (1-prompt prefill) and TPOT (batch-1 decode) any device reaches."""
-    model = ModelProfile.of(catalog.model(workload.model), workload.dtype, workload.kv_dtype)
+    costs = RooflineModel(catalog)
+    model = costs.profile(workload.model, workload.dtype, workload.kv_dtype)
     out = []
-    devices = [catalog.device(d) for d in (workload.constraints.devices or tuple(catalog.devices))]
+    devices = workload.constraints.devices or tuple(catalog.devices)
     for rc in workload.classes:
         if rc.name not in class_names:
             continue
         best = {"ttft_ms": (np.inf, None), "tpot_ms": (np.inf, None)}
         new = rc.input_tokens * (1 - rc.prefix_cache_hit)
-        for device in devices:
+        for device_id in devices:
             try:
-                hw = HardwareArrays.of([device], workload.dtype)
+                silicon = costs.silicon(device_id, workload.dtype)
             except UnsupportedDtype:
                 continue
-            for n in device_counts(device, model.weights_bytes):
-                ttft = s_to_ms(float(prefill_pass(model, hw, n, new, rc.input_tokens - new).total_s.reshape(-1)[0]))
-                tpot = s_to_ms(float(decode_step(model, hw, n, 1, rc.input_tokens + rc.output_tokens / 2).total_s.reshape(-1)[0]))
+            for n in silicon.device_counts(model.weights_bytes):
+                ttft = s_to_ms(float(costs.prefill(model, silicon, n, new, rc.input_tokens - new).total_s.reshape(-1)[0]))
+                tpot = s_to_ms(float(costs.decode(model, silicon, n, 1, rc.input_tokens + rc.output_tokens / 2).total_s.reshape(-1)[0]))
                 for field, value in (("ttft_ms", ttft), ("tpot_ms", tpot)):
                     if value < best[field][0]:
-                        best[field] = (value, device.id)
+                        best[field] = (value, device_id)
         for field in SHORTFALL_FIELDS:
             required = getattr(rc.slo, field)
             value, device_id = best[field]

@@ -1,11 +1,15 @@
-"""``siliconmix estimate``: one model on one device configuration, from the grid oracle."""
+"""``siliconmix estimate``: one model on one device configuration, priced by the CostModel.
+
+A replica serving ``batch`` requests in steady state: TTFT is the prefill of the batch's prompts
+together (one prompt at batch 1); TPOT one decode step at mean context ``isl + osl/2`` that also
+carries the other requests' prompt chunks; throughput folds in all prefill work. Each figure carries
+its calibration band (measured/predicted) and the configuration's confidence.
+"""
 
 from __future__ import annotations
 
 from planner.catalog import Catalog
-from planner.perf import memory
-from planner.perf.grid import GridSpec, evaluate_grid
-from planner.perf.profile import HardwareArrays, ModelProfile
+from planner.perf.model import EXTRAPOLATION_WIDENING, GridSpec, RooflineModel, default_kv_dtype, kv_bytes_per_token
 from planner.schema import Estimate, EstimateRequest
 from planner.units import BYTES_PER_GB, s_to_ms
 
@@ -15,35 +19,39 @@ class DoesNotFit(ValueError):
 
 
 def estimate(request: EstimateRequest, catalog: Catalog, require_fit: bool = False) -> Estimate:
-    """Price ``request`` with the roofline model. With ``require_fit``, raise DoesNotFit instead of ``fits=False``."""
+    """Price ``request``. With ``require_fit``, raise DoesNotFit instead of returning ``fits=False``."""
+    costs = RooflineModel(catalog)
     arch = catalog.model(request.model)
-    device = catalog.device(request.device)
-    kv_dtype = request.kv_dtype or request.dtype
-    model = ModelProfile.of(arch, request.dtype, kv_dtype)
-    hardware = HardwareArrays.of([device], request.dtype)
+    kv_dtype = request.kv_dtype or default_kv_dtype(request.dtype)
+    model = costs.profile(request.model, request.dtype, kv_dtype)
+    silicon = costs.silicon(request.device, request.dtype)
     spec = GridSpec(
         tp=(request.tp,), batch=(request.batch,), input_tokens=(request.isl,), output_tokens=request.osl,
-        paged_kv=request.paged_kv, reserved_context_tokens=arch.max_context_tokens,
+        paged_kv=request.paged_kv, reserved_context_tokens=arch.max_context_tokens, static_batch_prefill=True,
+        steady_state=True,
     )
-    grid = evaluate_grid(model, hardware, spec)
+    grid = costs.grid(model, silicon, spec)
 
     def one(array):
         return array.reshape(-1)[0].item()
 
     if require_fit:
-        _check_fit(request, device.scale_up.domain_size, grid, one)
+        _check_fit(request, silicon.domain_size, grid, one)
     tpot_s, ttft_s = one(grid.tpot_s), one(grid.ttft_s)
+    trust = costs.confidence(silicon.id, request.dtype, request.tp, request.isl, request.batch)
+    widen = EXTRAPOLATION_WIDENING if trust.level == "extrapolated" else 1.0
+    ttft_band, tpot_band, throughput_band = (costs.band(silicon.id, g).widened(widen) for g in ("ttft", "tpot", "throughput"))
     return Estimate(
-        model=arch.id, device=device.id, dtype=request.dtype, kv_dtype=kv_dtype,
+        model=arch.id, device=silicon.id, dtype=request.dtype, kv_dtype=kv_dtype,
         tp=request.tp, batch=request.batch, isl=request.isl, osl=request.osl,
         ttft_ms=s_to_ms(ttft_s),
         tpot_ms=s_to_ms(tpot_s),
-        output_tokens_per_s=request.batch / tpot_s,
+        output_tokens_per_s=one(grid.output_tokens_per_s),
         output_tokens_per_s_per_user=1.0 / tpot_s,
-        output_tokens_per_s_per_device=request.batch / tpot_s / request.tp,
-        prefill_tokens_per_s=request.isl / ttft_s,
+        output_tokens_per_s_per_device=one(grid.output_tokens_per_s) / request.tp,
+        prefill_tokens_per_s=request.batch * request.isl / ttft_s,
         weights_bytes_per_device=one(grid.weights_bytes_per_device),
-        kv_bytes_per_token=memory.kv_bytes_per_token(arch, kv_dtype),
+        kv_bytes_per_token=kv_bytes_per_token(arch, kv_dtype),
         kv_bytes_per_request=float(model.kv_bytes(request.isl + request.osl)),
         max_batch_in_memory=int(one(grid.max_batch_in_memory)),
         fits=bool(one(grid.fits)),
@@ -52,7 +60,14 @@ def estimate(request: EstimateRequest, catalog: Catalog, require_fit: bool = Fal
         decode_compute_ms=s_to_ms(one(grid.decode.compute_s)),
         decode_memory_ms=s_to_ms(one(grid.decode.memory_s)),
         decode_communication_ms=s_to_ms(one(grid.decode.communication_s)),
+        decode_overhead_ms=s_to_ms(one(grid.decode.overhead_s)),
         power_w=one(grid.power_w),
+        ttft_ms_low=s_to_ms(ttft_s * ttft_band.low), ttft_ms_high=s_to_ms(ttft_s * ttft_band.high),
+        tpot_ms_low=s_to_ms(tpot_s * tpot_band.low), tpot_ms_high=s_to_ms(tpot_s * tpot_band.high),
+        output_tokens_per_s_low=one(grid.output_tokens_per_s) / throughput_band.high,
+        output_tokens_per_s_high=one(grid.output_tokens_per_s) / throughput_band.low,
+        confidence=trust.level, confidence_reasons=trust.reasons,
+        source=costs.source(silicon.id),
     )
 
 

@@ -11,9 +11,7 @@ from __future__ import annotations
 
 import networkx as nx
 
-from planner.perf.comm import ACTIVATION_BYTES
-from planner.perf.profile import ModelProfile
-from planner.perf.spec import expected_tokens_per_round
+from planner.perf.model import ACTIVATION_BYTES, ModelProfile, expected_tokens_per_round
 from planner.schema import RequestClass, SpecDecodeSettings, Workload
 
 #: token ids crossing between draft and verifier, bytes per token.

@@ -14,7 +14,7 @@ from planner.catalog import Catalog
 from planner.diagnose import budget_diagnosis, slo_diagnosis, slo_shortfalls, unserved_classes
 from planner.milp.build import BuildOptions, build_model
 from planner.milp.rounding import relaxed, rounded_solution
-from planner.perf.profile import ModelProfile
+from planner.perf.model import RooflineModel
 from planner.plan import (
     binding_constraints,
     classes_of,
@@ -134,14 +134,14 @@ def plan_workload(workload: Workload, catalog: Catalog, options: PlanOptions = P
     """The best fleet for ``workload`` under its constraints, verified, with its homogeneous baseline."""
     start = time.perf_counter()
     check_ids(workload, catalog)
-    arch = catalog.model(workload.model)
-    model = ModelProfile.of(arch, workload.dtype, workload.kv_dtype)
+    costs = RooflineModel(catalog)
+    model = costs.profile(workload.model, workload.dtype, workload.kv_dtype)
     draft = None
     if workload.spec_decode is not None:
-        draft = ModelProfile.of(catalog.model(workload.spec_decode.draft_model), workload.dtype, workload.kv_dtype)
+        draft = costs.profile(workload.spec_decode.draft_model, workload.dtype, workload.kv_dtype)
     graph = task_graph.build_task_graph(workload, model, draft)
     graph_json = task_graph.to_json(graph)
-    candidates, _ = generate_candidates(workload, catalog, graph, options.candidates)
+    candidates, _ = generate_candidates(workload, catalog, graph, options.candidates, costs)
     graph_units = {(k, s): task_graph.units(graph, k, s)
                    for k in {rc.name for rc in workload.classes} for s in task_graph.strategies_of(graph, k)}
     unserved = unserved_classes(workload, candidates, graph_units)

@@ -80,6 +80,12 @@ class Device(Frozen):
     mfu: Fraction
     mbu: Fraction
     layer_latency_us: NonNegative
+    #: structural efficiency terms (catalogs/calibration/families.yaml, then the fit): fixed cost of
+    #: a MoE layer beyond a dense one, of a whole pass (framework/scheduler), and of one all-reduce call.
+    moe_layer_latency_us: NonNegative = 0.0
+    step_overhead_us: NonNegative = 0.0
+    collective_latency_us: NonNegative = 0.0
+    family: str | None = None
     provenance: dict[str, Provenance] = Field(default_factory=dict)
 
     @model_validator(mode="after")
@@ -108,6 +114,34 @@ class Device(Frozen):
     def is_sram_machine(self) -> bool:
         """True when weights must sit in on-chip SRAM (wafer-scale, LPU, ...)."""
         return self.weights_tier == "sram"
+
+
+class Band(Frozen):
+    """Measured/predicted ratios that bracket ~80 % of a family's leave-one-out residuals."""
+
+    low: Positive
+    high: Positive
+
+    def widened(self, factor: float) -> Band:
+        """The band stretched by ``factor`` in log space (``low^f``, ``high^f``)."""
+        import math
+
+        return Band(low=math.exp(math.log(self.low) * factor), high=math.exp(math.log(self.high) * factor))
+
+
+class FamilyCalibration(Frozen):
+    """What the calibration knows of one device family (catalogs/calibration/families.yaml and fit.yaml)."""
+
+    name: str
+    devices: tuple[str, ...]
+    records: int = 0
+    fitted: bool = False
+    date: str | None = None
+    bands: dict[str, Band] = Field(default_factory=dict)  # per metric group: tpot, ttft, throughput
+    dtypes: tuple[str, ...] = ()
+    max_tp: int = 0
+    max_isl: int = 0
+    max_batch: int = 0
 
 
 # ------------------------------------------------------------------------------------------ models
@@ -241,7 +275,7 @@ class Workload(Frozen):
 
     model: Id
     dtype: WeightsDtype = "bf16"
-    kv_dtype: WeightsDtype = "bf16"
+    kv_dtype: WeightsDtype | None = None  # default: fp8 for 4-bit weights, else the weights dtype
     classes: tuple[RequestClass, ...] = Field(min_length=1, max_length=200)
     strategies: tuple[Strategy, ...] = ("aggregated", "pd_disagg")
     spec_decode: SpecDecodeSettings | None = None
@@ -275,7 +309,8 @@ class EstimateRequest(Frozen):
     paged_kv: bool = True
 
 
-Bound = Literal["compute", "memory", "communication"]
+Bound = Literal["compute", "memory", "communication", "overhead"]
+ConfidenceLevel = Literal["calibrated", "extrapolated", "estimated"]
 
 
 class Estimate(Frozen):
@@ -305,7 +340,17 @@ class Estimate(Frozen):
     decode_compute_ms: float
     decode_memory_ms: float
     decode_communication_ms: float
+    decode_overhead_ms: float
     power_w: float
+    ttft_ms_low: float
+    ttft_ms_high: float
+    tpot_ms_low: float
+    tpot_ms_high: float
+    output_tokens_per_s_low: float
+    output_tokens_per_s_high: float
+    confidence: ConfidenceLevel
+    confidence_reasons: tuple[str, ...]
+    source: str
 
 
 # -------------------------------------------------------------------------------------------- plan

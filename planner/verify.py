@@ -11,13 +11,10 @@ from __future__ import annotations
 from collections import defaultdict
 
 from planner.catalog import Catalog
-from planner.perf import memory
-from planner.perf.comm import transfer_s
-from planner.perf.profile import HardwareArrays, ModelProfile
-from planner.perf.roofline import chunked_prefill_tokens_per_step, decode_step, kv_share, prefill_pass
+from planner.perf.model import CostModel, ModelProfile, RooflineModel, chunked_prefill_tokens_per_step, paged_kv_tokens, transfer_s
 from planner.queueing import UTILIZATION_CAP, md1_wait_s
 from planner.schema import Plan, Pool, RequestClass, Verification
-from planner.units import WATTS_PER_KW, gb_s_to_bytes_s, gb_to_bytes, ms_to_s, s_to_ms, us_to_s
+from planner.units import WATTS_PER_KW, ms_to_s, s_to_ms
 
 REL_TOL = 1e-6
 
@@ -26,7 +23,8 @@ def verify_plan(plan: Plan, catalog: Catalog) -> Verification:
     """Independent recomputation of a plan's constraints."""
     workload = plan.workload
     classes = {rc.name: rc for rc in workload.classes}
-    model = ModelProfile.of(catalog.model(workload.model), workload.dtype, workload.kv_dtype)
+    costs = RooflineModel(catalog)
+    model = costs.profile(workload.model, workload.dtype, workload.kv_dtype)
     messages: list[str] = []
     worst = 0.0
 
@@ -47,7 +45,7 @@ def verify_plan(plan: Plan, catalog: Catalog) -> Verification:
             slo_ok &= check(pool.tpot_ms <= rc.slo.tpot_ms * (1 + REL_TOL), pool.tpot_ms - rc.slo.tpot_ms,
                             f"{pool.class_name}/{pool.strategy}/{pool.role} on {pool.device}: TPOT {pool.tpot_ms:.2f} ms > SLO")
         if pool.partner_device is None and (pool.role == "prefill" or pool.strategy in ("aggregated", "pd_disagg")):
-            ok_latency, ok_memory, replica_rps, note = _recompute(pool, rc, model, catalog, workload.dtype)
+            ok_latency, ok_memory, replica_rps, note = _recompute(pool, rc, model, costs, workload.dtype)
             latency_ok &= check(ok_latency, 0.0, note or f"{pool.device}: recomputed latency misses the SLO")
             memory_ok &= check(ok_memory, 0.0, f"{pool.class_name}/{pool.role} on {pool.device}x{pool.tp}: batch {pool.batch} does not fit")
             most = pool.replicas * replica_rps * (1 + REL_TOL)
@@ -103,35 +101,34 @@ def _recount(plan: Plan, catalog: Catalog) -> tuple[float, float, dict[str, int]
         for device, count in pool.devices_by_type.items():
             by_type[device] += count
     power_w = cost = 0.0
+    costs = RooflineModel(catalog)
     for device_id, count in by_type.items():
         d = catalog.device(device_id)
-        power_w += count * (d.tdp_w + d.node_overhead_w / d.devices_per_node)
+        power_w += costs.silicon(d, plan.workload.dtype).replica_power_w(count)
         cost += count * d.price_usd_per_hour
     return plan.workload.constraints.pue * power_w / WATTS_PER_KW, cost, dict(by_type)
 
 
-def _recompute(pool: Pool, rc: RequestClass, model: ModelProfile, catalog: Catalog, dtype: str) -> tuple[bool, bool, float, str]:
+def _recompute(pool: Pool, rc: RequestClass, model: ModelProfile, costs: CostModel, dtype: str) -> tuple[bool, bool, float, str]:
     """Latency at the pool's actual utilisation, memory fit and requests/s per replica of a single-device-type pool."""
-    device = catalog.device(pool.device)
-    hw = HardwareArrays.of([device], dtype)
+    silicon = costs.silicon(pool.device, dtype)
     n, b = pool.tp, pool.batch
     context = rc.input_tokens + rc.output_tokens / 2
     new = rc.input_tokens * (1 - rc.prefix_cache_hit)
-    usable = memory.USABLE_MEMORY_FRACTION * gb_to_bytes(device.kv_memory.capacity_gb)
-    room = usable - (model.weights_bytes / n if device.weights_tier == device.kv_tier else 0.0)
-    share = float(kv_share(model, hw, n).reshape(-1)[0])
-    weights_fit = model.weights_bytes / n <= memory.USABLE_MEMORY_FRACTION * gb_to_bytes(device.weights_memory.capacity_gb)
+    room = silicon.kv_room_bytes(model.weights_bytes / n)
+    share = float(costs.kv_share(model, silicon, n).reshape(-1)[0])
+    weights_fit = model.weights_bytes / n <= silicon.usable_weights_bytes
     if pool.role == "prefill":
-        service = float(prefill_pass(model, hw, n, new, rc.input_tokens - new, prompts=b).total_s.reshape(-1)[0])
+        service = float(costs.prefill(model, silicon, n, new, rc.input_tokens - new, prompts=b).total_s.reshape(-1)[0])
         kv = float(model.kv_bytes(rc.input_tokens))
-        move = float(transfer_s(kv, n * gb_s_to_bytes_s(device.scale_out.bandwidth_gb_s), us_to_s(device.scale_out.latency_us)))
+        move = float(transfer_s(kv, n * silicon.nic_bytes_s, silicon.nic_latency_s))
         ttft = float(md1_wait_s(pool.utilization, service)) + service + move
         fits = weights_fit and b * kv * share <= room
         return (ttft <= ms_to_s(rc.slo.ttft_ms) * (1 + REL_TOL), fits, b / service,
                 f"prefill on {pool.device}: recomputed TTFT {s_to_ms(ttft):.1f} ms")
-    live_kv = float(model.kv_bytes(memory.paged_kv_tokens(rc.input_tokens, rc.output_tokens)))
+    live_kv = float(model.kv_bytes(paged_kv_tokens(rc.input_tokens, rc.output_tokens)))
     fits = weights_fit and b * live_kv * share <= room
     q = float(chunked_prefill_tokens_per_step(b, rc.input_tokens, rc.output_tokens, rc.prefix_cache_hit)) if pool.role == "aggregated" else 0.0
-    tpot = float(decode_step(model, hw, n, b, context, prefill_tokens=q).total_s.reshape(-1)[0])
+    tpot = float(costs.decode(model, silicon, n, b, context, prefill_tokens=q).total_s.reshape(-1)[0])
     ok = tpot <= ms_to_s(rc.slo.tpot_ms) * (1 + REL_TOL) and abs(s_to_ms(tpot) - pool.tpot_ms) <= 1e-6 * max(1.0, pool.tpot_ms)
     return ok, fits, b / (tpot * rc.output_tokens), f"{pool.role} on {pool.device}: recomputed TPOT {s_to_ms(tpot):.2f} ms vs plan {pool.tpot_ms:.2f} ms"

@@ -66,3 +66,18 @@ def test_only_io_modules_touch_files():
                 if name in FILE_CALLS:
                     offenders.append(f"{rel}:{node.lineno} calls {name}")
     assert not offenders, offenders
+
+
+def test_every_caller_prices_through_the_cost_model_seam():
+    """Outside planner/perf, the cost model is reached only through ``planner.perf.model`` (the CostModel)."""
+    roots = (PLANNER, PLANNER.parent / "api")
+    offenders = []
+    for root in roots:
+        for path in sorted(root.rglob("*.py")):
+            if "perf" in path.relative_to(PLANNER.parent).parts[1:2]:
+                continue
+            tree = ast.parse(path.read_text(), filename=str(path))
+            for name in _imports(tree):
+                if (name.startswith("planner.perf") and name != "planner.perf.model") or name == "planner.perf":
+                    offenders.append(f"{path.relative_to(PLANNER.parent)} imports {name}")
+    assert not offenders, offenders

@@ -3,9 +3,7 @@
 import pytest
 
 from planner.estimate import estimate
-from planner.perf import memory
-from planner.perf.grid import GridSpec, evaluate_grid
-from planner.perf.profile import HardwareArrays, ModelProfile
+from planner.perf.model import GridSpec, RooflineModel, paged_kv_tokens
 from planner.schema import EstimateRequest
 
 
@@ -39,16 +37,16 @@ def test_tp4_speeds_70b_decode_well_below_4x(catalog):
 
 def test_paged_kv_fits_about_3x_the_requests_of_max_context_reservation(catalog):
     """A chat mix (mean 1,024-token prompts, 256-token answers) against a 4,096-token reservation."""
-    arch = catalog.model("llama-3.3-70b")
-    model = ModelProfile.of(arch, "bf16", "bf16")
-    hw = HardwareArrays.of([catalog.device("h100-sxm")], "bf16")
+    costs = RooflineModel(catalog)
+    model = costs.profile("llama-3.3-70b", "bf16", "bf16")
+    hw = costs.silicon("h100-sxm", "bf16")
     common = dict(tp=(8,), batch=(1,), input_tokens=(1024,), output_tokens=256)
-    paged = evaluate_grid(model, hw, GridSpec(**common, paged_kv=True)).max_batch_in_memory.item()
-    contiguous = evaluate_grid(model, hw, GridSpec(**common, paged_kv=False, reserved_context_tokens=4096)).max_batch_in_memory.item()
+    paged = costs.grid(model, hw, GridSpec(**common, paged_kv=True)).max_batch_in_memory.item()
+    contiguous = costs.grid(model, hw, GridSpec(**common, paged_kv=False, reserved_context_tokens=4096)).max_batch_in_memory.item()
     ratio = paged / contiguous
     print(f"\npaged / contiguous concurrent requests: {paged:.0f} / {contiguous:.0f} = {ratio:.2f}x (talk: ~3x)")
     assert 2.5 <= ratio <= 4.0
-    assert memory.paged_kv_tokens(1024, 256) == 1152
+    assert paged_kv_tokens(1024, 256) == 1152
 
 
 def test_sram_machine_decodes_70b_faster_per_user_than_h100(catalog):

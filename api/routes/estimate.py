@@ -11,7 +11,7 @@ from api.errors import VALIDATION, FieldError, ProblemError, problem_docs
 from api.examples import ESTIMATE_EXAMPLES
 from planner.catalog import Catalog, UnknownId
 from planner.estimate import DoesNotFit, estimate
-from planner.perf.profile import UnsupportedDtype
+from planner.perf.model import UnsupportedDtype
 from planner.schema import Estimate, EstimateRequest
 
 router = APIRouter(prefix="/v1", tags=["estimate"])

@@ -17,7 +17,7 @@ from api.settings import Settings, get_settings
 from api.store import NewPlan, PlanRow, PlanStore, as_utc, record_json
 from planner.catalog import Catalog, UnknownId
 from planner.optimize import PlanOptions
-from planner.perf.profile import UnsupportedDtype
+from planner.perf.model import UnsupportedDtype
 from planner.schema import PlanStatus, Workload
 
 router = APIRouter(prefix="/v1/plans", tags=["plans"])

@@ -15,8 +15,9 @@ from dataclasses import replace
 import numpy as np
 
 from planner.perf.comm import ACTIVATION_BYTES
-from planner.perf.profile import HardwareArrays, ModelProfile
+from planner.perf.profile import ModelProfile
 from planner.perf.roofline import PassCost, decode_step
+from planner.perf.silicon import HardwareArrays
 
 MICRO_BATCHES = 2
 
@@ -29,7 +30,11 @@ def attention_side(model: ModelProfile) -> ModelProfile:
         weights_bytes=model.weights_bytes - routed - model.shared_expert_bytes,
         always_active_bytes=model.always_active_bytes - model.shared_expert_bytes,
         linear_flops_per_token=model.linear_flops_per_token - model.expert_flops_per_token,
+        routed_flops_per_token=0.0,
+        expert_flops_per_token=0.0,
         moe_layers=0,
+        experts=0,
+        experts_active=0,
     )
 
 
@@ -42,6 +47,7 @@ def expert_side(model: ModelProfile) -> ModelProfile:
         weights_bytes=routed + model.shared_expert_bytes,
         always_active_bytes=model.shared_expert_bytes,
         linear_flops_per_token=model.expert_flops_per_token,
+        routed_flops_per_token=model.routed_flops_per_token,
         attention_flops_per_context_token_decode=0.0,
         attention_flops_per_context_token_prefill=0.0,
         kv_bytes_per_token_layer=0.0,

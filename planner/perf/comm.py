@@ -26,21 +26,29 @@ def tree_allreduce_s(message_bytes, devices, link_bytes_s, step_latency_s):
     return np.where(t > 1, 2.0 * (t - 1.0) / t * message_bytes / link_bytes_s + log_steps * step_latency_s, 0.0)
 
 
-def allreduce_s(message_bytes, devices, link_bytes_s, step_latency_s):
-    """The faster of ring and tree, as collective libraries (NCCL, RCCL) choose per message size."""
-    return np.minimum(
+def allreduce_s(message_bytes, devices, link_bytes_s, step_latency_s, call_latency_s=0.0):
+    """One all-reduce: a per-call floor plus the faster of ring and tree, as NCCL/RCCL choose per size.
+
+    ``α_call + min(ring, tree)`` on ``t > 1`` devices, zero on one. The floor ``α_call`` is the
+    launch, synchronisation and protocol cost every call pays whatever its size (the flat left part
+    of an nccl-tests latency curve), per device family in catalogs/calibration/families.yaml.
+    """
+    t = np.asarray(devices, dtype=float)
+    algorithm = np.minimum(
         ring_allreduce_s(message_bytes, devices, link_bytes_s, step_latency_s),
         tree_allreduce_s(message_bytes, devices, link_bytes_s, step_latency_s),
     )
+    return np.where(t > 1, call_latency_s + algorithm, 0.0)
 
 
-def tensor_parallel_comm_s(layers: int, tokens, hidden_size: int, devices, link_bytes_s, step_latency_s):
+def tensor_parallel_comm_s(layers: int, tokens, hidden_size: int, devices, link_bytes_s, step_latency_s,
+                           call_latency_s=0.0):
     """Per forward pass: two all-reduces per layer (after attention, after FFN) of ``tokens · d`` activations.
 
     ``2 · L · allreduce(tokens · d · 2 bytes)``.
     """
     message = np.asarray(tokens, dtype=float) * hidden_size * ACTIVATION_BYTES
-    return 2.0 * layers * allreduce_s(message, devices, link_bytes_s, step_latency_s)
+    return 2.0 * layers * allreduce_s(message, devices, link_bytes_s, step_latency_s, call_latency_s)
 
 
 def pipeline_hops_s(tokens, hidden_size: int, devices, link_bytes_s, hop_latency_s):

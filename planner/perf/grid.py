@@ -1,7 +1,7 @@
 """Evaluate the cost model over a whole grid in one call: devices x parallelism x batch x prompt length.
 
-This is the single oracle: ``estimate`` prices one configuration as a 1x1x1x1 grid, the planner's
-candidate generator prices thousands at once.
+``estimate`` prices one configuration as a 1x1x1x1 grid and the calibration a batch axis per record,
+both in the steady state of a replica serving ``b`` requests (``GridSpec.steady_state``).
 """
 
 from __future__ import annotations
@@ -11,8 +11,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from planner.perf import memory
-from planner.perf.profile import HardwareArrays, ModelProfile
+from planner.perf.profile import ModelProfile
 from planner.perf.roofline import PassCost, decode_step, kv_share, prefill_pass
+from planner.perf.silicon import HardwareArrays
 
 
 @dataclass(frozen=True)
@@ -25,14 +26,17 @@ class GridSpec:
     output_tokens: int
     paged_kv: bool = True
     reserved_context_tokens: int | None = None
+    static_batch_prefill: bool = False  # TTFT of the whole batch's prompts prefilled together
+    steady_state: bool = False  # decode steps carry the prompts of requests that replace finished ones
 
 
 @dataclass(frozen=True)
 class GridResult:
     """Arrays shaped ``(devices, tp, batch, input_tokens)`` (prefill arrays have batch axis 1)."""
 
-    decode: PassCost
-    prefill: PassCost
+    decode: PassCost  # the step a request's tokens wait for (TPOT)
+    prefill: PassCost  # the prompt pass (TTFT)
+    serving: PassCost  # the step with all prefill work folded in: the replica's throughput step
     weights_bytes_per_device: np.ndarray
     kv_bytes_per_request_per_device: np.ndarray
     max_batch_in_memory: np.ndarray
@@ -53,7 +57,8 @@ class GridResult:
 
     @property
     def output_tokens_per_s(self) -> np.ndarray:
-        return self.batch / self.tpot_s
+        """Tokens/s of one replica, prefill work included: ``b / serving step``."""
+        return self.batch / self.serving.total_s
 
 
 def evaluate_grid(model: ModelProfile, hardware: HardwareArrays, spec: GridSpec) -> GridResult:
@@ -64,8 +69,15 @@ def evaluate_grid(model: ModelProfile, hardware: HardwareArrays, spec: GridSpec)
     isl = np.asarray(spec.input_tokens, dtype=float).reshape(1, 1, 1, -1)
     context = isl + spec.output_tokens / 2.0
 
-    decode = decode_step(model, hw, n, b, context)
-    prefill = prefill_pass(model, hw, n, isl)
+    if spec.steady_state:
+        # a closed loop at concurrency b: each step carries b·isl/osl prefill tokens on average, of
+        # which (b−1)·isl/osl belong to the other requests a decoding request shares its steps with
+        per_request = isl / spec.output_tokens
+        decode = decode_step(model, hw, n, b, context, prefill_tokens=(b - 1.0) * per_request)
+        serving = decode_step(model, hw, n, b, context, prefill_tokens=b * per_request)
+    else:
+        decode = serving = decode_step(model, hw, n, b, context)
+    prefill = prefill_pass(model, hw, n, isl, prompts=b) if spec.static_batch_prefill else prefill_pass(model, hw, n, isl)
 
     if spec.paged_kv:
         held_tokens = memory.paged_kv_tokens(isl, spec.output_tokens)
@@ -74,9 +86,8 @@ def evaluate_grid(model: ModelProfile, hardware: HardwareArrays, spec: GridSpec)
         held_tokens = memory.contiguous_kv_tokens(np.full_like(isl, reserved))
     kv_per_request = model.kv_bytes(held_tokens) * kv_share(model, hw, n)
     weights_per_device = model.weights_bytes / n
-    usable_w = memory.USABLE_MEMORY_FRACTION * hw.weights_capacity_bytes
-    usable_kv = memory.USABLE_MEMORY_FRACTION * hw.kv_capacity_bytes
-    kv_room = np.where(hw.shared_tier, usable_kv - weights_per_device, usable_kv)
+    usable_w = hw.usable_weights_bytes
+    kv_room = np.where(hw.shared_tier, hw.usable_kv_bytes - weights_per_device, hw.usable_kv_bytes)
     max_batch = memory.max_concurrent_requests(kv_room, 0.0, kv_per_request)
     weights_fit = weights_per_device <= usable_w
     within_domain = n <= hw.domain_size
@@ -84,6 +95,7 @@ def evaluate_grid(model: ModelProfile, hardware: HardwareArrays, spec: GridSpec)
     return GridResult(
         decode=decode,
         prefill=prefill,
+        serving=serving,
         weights_bytes_per_device=np.broadcast_to(weights_per_device, n.shape),
         kv_bytes_per_request_per_device=kv_per_request,
         max_batch_in_memory=np.where(weights_fit, max_batch, 0.0),

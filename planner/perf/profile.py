@@ -1,8 +1,4 @@
-"""Flatten a model (at a weights/KV dtype) and a list of devices into the numbers the formulas use.
-
-``ModelProfile`` holds scalars in base units; ``HardwareArrays`` holds one numpy entry per device,
-shaped for broadcasting over a (device, parallelism, batch, context) grid.
-"""
+"""Flatten a model at a weights and KV dtype into the scalars the formulas use (bytes, FLOPs)."""
 
 from __future__ import annotations
 
@@ -11,34 +7,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from planner.perf import memory
-from planner.schema import Device, ModelArch
-from planner.units import gb_s_to_bytes_s, gb_to_bytes, tb_s_to_bytes_s, tflops_to_flops, us_to_s
-
-#: compute formats a weights format may run on, fastest first (weight-only quantisation falls back
-#: to a wider format: fp8 weights on an A100 run bf16 matmuls).
-COMPUTE_FALLBACK: dict[str, tuple[str, ...]] = {
-    "fp4": ("fp4", "fp8", "int8", "bf16"),
-    "int4": ("fp4", "int8", "fp8", "bf16"),
-    "fp8": ("fp8", "int8", "bf16"),
-    "int8": ("int8", "fp8", "bf16"),
-    "bf16": ("bf16",),
-    "fp16": ("bf16",),
-}
+from planner.schema import ModelArch
 
 
-class UnsupportedDtype(ValueError):
-    """A device lists no compute format that can run the requested weights dtype."""
-
-
-def compute_dtype(device: Device, weights_dtype: str) -> str:
-    """The fastest compute format of ``device`` able to run ``weights_dtype`` weights."""
-    for candidate in COMPUTE_FALLBACK[weights_dtype]:
-        if candidate in device.peak_dense_tflops:
-            return candidate
-    raise UnsupportedDtype(
-        f"{device.id} lists no compute format for {weights_dtype} weights "
-        f"(it has {sorted(device.peak_dense_tflops)})"
-    )
+def default_kv_dtype(weights_dtype: str) -> str:
+    """The KV-cache dtype a serving engine uses unless told otherwise: fp8 beside 4-bit weights, else the weights'."""
+    return "fp8" if weights_dtype in ("fp4", "int4") else weights_dtype
 
 
 @dataclass(frozen=True)
@@ -63,11 +37,19 @@ class ModelProfile:
     kv_heads: int
     mla: bool
     shared_expert_bytes: float = 0.0
-    expert_flops_per_token: float = 0.0
+    expert_flops_per_token: float = 0.0  # routed active and shared experts
+    routed_flops_per_token: float = 0.0  # routed active experts only
+
+    @property
+    def dense_flops_per_token(self) -> float:
+        """Linear FLOPs per token outside the routed experts: ``2·P_active − routed``."""
+        return self.linear_flops_per_token - self.routed_flops_per_token
 
     @classmethod
-    def of(cls, arch: ModelArch, dtype: str, kv_dtype: str) -> ModelProfile:
+    def of(cls, arch: ModelArch, dtype: str, kv_dtype: str | None = None) -> ModelProfile:
+        """The profile at ``dtype`` weights and ``kv_dtype`` KV (default: ``default_kv_dtype(dtype)``)."""
         moe = arch.moe
+        kv_dtype = kv_dtype or default_kv_dtype(dtype)
         return cls(
             layers=arch.layers,
             hidden_size=arch.hidden_size,
@@ -89,6 +71,8 @@ class ModelProfile:
             shared_expert_bytes=memory.weight_bytes(
                 memory.moe_layers(arch) * (moe.shared_experts if moe else 0) * memory.expert_params(arch), dtype),
             expert_flops_per_token=2.0 * memory.moe_layers(arch) * ((moe.experts_active + moe.shared_experts) if moe else 0)
+            * memory.expert_params(arch),
+            routed_flops_per_token=2.0 * memory.moe_layers(arch) * (moe.experts_active if moe else 0)
             * memory.expert_params(arch),
         )
 
@@ -117,53 +101,3 @@ def attention_flops_coefficient(arch: ModelArch, absorbed: bool) -> float:
     if absorbed:
         return 2.0 * arch.attention_heads * (2 * m.kv_lora_rank + m.qk_rope_head_dim)
     return 2.0 * arch.attention_heads * (m.qk_nope_head_dim + m.qk_rope_head_dim + m.v_head_dim)
-
-
-@dataclass(frozen=True)
-class HardwareArrays:
-    """Per-device numbers in base units, one entry per device (shape ``(D,)``)."""
-
-    ids: tuple[str, ...]
-    flops_s: np.ndarray
-    weights_bw_bytes_s: np.ndarray
-    kv_bw_bytes_s: np.ndarray
-    weights_capacity_bytes: np.ndarray
-    kv_capacity_bytes: np.ndarray
-    shared_tier: np.ndarray
-    link_bytes_s: np.ndarray
-    link_latency_s: np.ndarray
-    domain_size: np.ndarray
-    layer_latency_s: np.ndarray
-    mfu: np.ndarray
-    mbu: np.ndarray
-    sram: np.ndarray
-    power_w: np.ndarray
-
-    @classmethod
-    def of(cls, devices: list[Device], weights_dtype: str) -> HardwareArrays:
-        def arr(values):
-            return np.asarray(list(values), dtype=float)
-
-        return cls(
-            ids=tuple(d.id for d in devices),
-            flops_s=arr(tflops_to_flops(d.peak_dense_tflops[compute_dtype(d, weights_dtype)]) for d in devices),
-            weights_bw_bytes_s=arr(tb_s_to_bytes_s(d.weights_memory.bandwidth_tb_s) for d in devices),
-            kv_bw_bytes_s=arr(tb_s_to_bytes_s(d.kv_memory.bandwidth_tb_s) for d in devices),
-            weights_capacity_bytes=arr(gb_to_bytes(d.weights_memory.capacity_gb) for d in devices),
-            kv_capacity_bytes=arr(gb_to_bytes(d.kv_memory.capacity_gb) for d in devices),
-            shared_tier=np.asarray([d.weights_tier == d.kv_tier for d in devices]),
-            link_bytes_s=arr(gb_s_to_bytes_s(d.scale_up.bandwidth_gb_s) for d in devices),
-            link_latency_s=arr(us_to_s(d.scale_up.latency_us) for d in devices),
-            domain_size=arr(d.scale_up.domain_size for d in devices),
-            layer_latency_s=arr(us_to_s(d.layer_latency_us) for d in devices),
-            mfu=arr(d.mfu for d in devices),
-            mbu=arr(d.mbu for d in devices),
-            sram=np.asarray([d.is_sram_machine for d in devices]),
-            power_w=arr(d.tdp_w + d.node_overhead_w / d.devices_per_node for d in devices),
-        )
-
-    def expand(self, ndim: int) -> HardwareArrays:
-        """The same arrays reshaped to ``(D, 1, ..., 1)`` for broadcasting over ``ndim`` axes."""
-        shape = (len(self.ids),) + (1,) * (ndim - 1)
-        fields = {k: (v.reshape(shape) if isinstance(v, np.ndarray) else v) for k, v in self.__dict__.items()}
-        return HardwareArrays(**fields)

@@ -1,10 +1,21 @@
-"""Roofline times of a replica's forward passes: prefill of a prompt, one decode step.
+"""Times of a replica's forward passes: a prefill of prompts, one decode step.
 
-A pass costs ``max(compute, memory) + communication + L · layer_latency`` where
-compute = FLOPs / (n · F · MFU), memory = bytes read per device / (B · MBU), communication is the
-tensor-parallel all-reduces (GPUs) or the chip-to-chip pipeline hops (SRAM machines), and the
-per-layer latency stands for kernel launches, synchronisation and on-chip hops that no roofline
-sees (it sets the batch-1 floor; calibrated per device, see catalogs/calibration/).
+A pass is three kernel groups, each on its own roofline, plus communication and fixed overheads:
+
+``T = max(C_dense, M_dense) + max(C_experts, M_experts) + max(C_attention, M_attention) + comm + fixed``
+
+- dense GEMMs (attention projections, dense FFNs, shared experts, LM head) over ``T`` tokens read
+  the always-active weights; routed experts read only the experts the tokens touch, each GEMM over
+  ``T·k/E_touched`` rows; attention reads the KV cache of the batch (efficiencies: efficiency.py);
+- communication: two all-reduces per layer under tensor parallelism, each with a per-call floor
+  (comm.py); chip-boundary hops on SRAM pipelines;
+- fixed: ``L · a + L_moe · b + c``, the per-layer launch/synchronisation floor ``a``, the extra
+  routing/permute/grouped-GEMM launches of a MoE layer ``b`` and the framework's per-step cost ``c``.
+
+GPUs split every layer over ``n`` devices (TP). SRAM machines split the layers into
+``S = min(n, L)`` sequential stages of ``p = n/S`` chips; ``g = min(T, S)`` micro-batches keep the
+stages busy, so a pass costs what one stage group of ``p`` chips takes for ``T/g`` tokens through
+every layer: at batch 1 the stages run one after another, and the batch fills the pipeline.
 """
 
 from __future__ import annotations
@@ -14,26 +25,36 @@ from typing import NamedTuple
 import numpy as np
 
 from planner.perf import comm
+from planner.perf.efficiency import ATTENTION_READ_RATIO, gemm_efficiency, kernel_times
 from planner.perf.moe import touched_experts
-from planner.perf.profile import HardwareArrays, ModelProfile
+from planner.perf.profile import ModelProfile
+from planner.perf.silicon import HardwareArrays
+
+BOUNDS = ("compute", "memory", "communication", "overhead")
 
 
 class PassCost(NamedTuple):
-    """Parts of one forward pass, seconds; ``total_s`` = max(compute, memory) + communication."""
+    """Parts of one forward pass, seconds.
+
+    ``compute_s`` and ``memory_s`` sum the kernel groups' compute and memory times; ``roofline_s``
+    sums each group's larger one; ``total_s = roofline_s + communication_s + overhead_s``.
+    """
 
     compute_s: np.ndarray
     memory_s: np.ndarray
+    roofline_s: np.ndarray
     communication_s: np.ndarray
+    overhead_s: np.ndarray
 
     @property
     def total_s(self) -> np.ndarray:
-        return np.maximum(self.compute_s, self.memory_s) + self.communication_s
+        return self.roofline_s + self.communication_s + self.overhead_s
 
     @property
     def bound(self) -> np.ndarray:
-        """``compute``, ``memory`` or ``communication``: whichever term is largest."""
-        stacked = np.stack(np.broadcast_arrays(self.compute_s, self.memory_s, self.communication_s))
-        return np.array(["compute", "memory", "communication"])[np.argmax(stacked, axis=0)]
+        """``compute``, ``memory``, ``communication`` or ``overhead``: whichever part is largest."""
+        stacked = np.stack(np.broadcast_arrays(self.compute_s, self.memory_s, self.communication_s, self.overhead_s))
+        return np.array(BOUNDS)[np.argmax(stacked, axis=0)]
 
 
 def decode_flops(model: ModelProfile, batch, context_tokens):
@@ -50,9 +71,14 @@ def prefill_flops(model: ModelProfile, new_tokens, cached_tokens=0.0):
     cached prefix and, on average, half of the new tokens.
     """
     s = np.asarray(new_tokens, dtype=float)
+    return s * model.linear_flops_per_token + prefill_attention_flops(model, s, cached_tokens)
+
+
+def prefill_attention_flops(model: ModelProfile, new_tokens, cached_tokens=0.0):
+    """Attention FLOPs of ``s`` new tokens after ``p`` cached: ``2·n_h·(d_qk+d_v) · s · attended(p + s/2)``."""
+    s = np.asarray(new_tokens, dtype=float)
     mean_context = np.asarray(cached_tokens, dtype=float) + s / 2.0
-    attention = model.attention_flops_per_context_token_prefill * s * model.attended_tokens(mean_context)
-    return s * model.linear_flops_per_token + attention
+    return model.attention_flops_per_context_token_prefill * s * model.attended_tokens(mean_context)
 
 
 def touched_weight_bytes(model: ModelProfile, tokens):
@@ -61,59 +87,106 @@ def touched_weight_bytes(model: ModelProfile, tokens):
     ``W_active + L_moe · E·(1 − (1 − k/E)^tokens) · W_expert``. The input embedding is a lookup of
     one row per token and is not read whole.
     """
+    t = np.asarray(tokens, dtype=float)
     if model.moe_layers == 0:
-        return np.full_like(np.asarray(tokens, dtype=float), model.always_active_bytes)
-    experts = touched_experts(model.experts, model.experts_active, tokens)
-    return model.always_active_bytes + model.moe_layers * experts * model.expert_bytes
+        return np.full_like(t, model.always_active_bytes)
+    return model.always_active_bytes + model.moe_layers * touched_experts(model.experts, model.experts_active, t) * model.expert_bytes
 
 
 def kv_share(model: ModelProfile, hw: HardwareArrays, devices):
     """Per-device share of a sequence's KV: layer-split on SRAM pipelines, head-split under TP."""
     n = np.asarray(devices, dtype=float)
-    if model.mla:
-        tp_share = np.ones_like(n)
-    else:
-        tp_share = 1.0 / np.minimum(n, model.kv_heads)
+    tp_share = np.ones_like(n) if model.mla else 1.0 / np.minimum(n, model.kv_heads)
     return np.where(hw.sram, 1.0 / n, tp_share)
 
 
-def communication_s(model: ModelProfile, hw: HardwareArrays, devices, tokens):
-    """Collectives of one pass plus the per-layer latency floor ``L · layer_latency``."""
-    tp = comm.tensor_parallel_comm_s(model.layers, tokens, model.hidden_size, devices, hw.link_bytes_s, hw.link_latency_s)
-    hops = comm.pipeline_hops_s(tokens, model.hidden_size, devices, hw.link_bytes_s, hw.link_latency_s)
-    return np.where(hw.sram, hops, tp) + model.layers * hw.layer_latency_s
+def fixed_overhead_s(model: ModelProfile, hw: HardwareArrays):
+    """Fixed cost of one pass: ``L · a + L_moe · b + c`` seconds."""
+    return model.layers * hw.layer_latency_s + model.moe_layers * hw.moe_layer_latency_s + hw.step_overhead_s
+
+
+def pipeline_shape(model: ModelProfile, hw: HardwareArrays, devices, tokens):
+    """``(S, p, g)``: sequential stages, devices working on one layer at once, micro-batches in flight.
+
+    TP: one stage of ``p = n`` devices and one micro-batch. SRAM pipelines: ``S = min(n, L)`` stages
+    of ``p = n/S`` chips and ``g = min(T, S)`` micro-batches of ``T/g`` tokens.
+    """
+    n = np.asarray(devices, dtype=float)
+    t = np.maximum(np.asarray(tokens, dtype=float), 1.0)
+    stages = np.where(hw.sram, np.minimum(n, model.layers), 1.0)
+    return stages, n / stages, np.where(hw.sram, np.minimum(t, stages), 1.0)
+
+
+def _pass(model: ModelProfile, hw: HardwareArrays, devices, tokens, attention_flops, kv_read_bytes,
+          kv_write_bytes) -> PassCost:
+    """Price a pass over ``tokens`` tokens whose attention costs ``attention_flops`` and reads/writes KV bytes.
+
+    ``kv_read_bytes``/``kv_write_bytes`` are for one device of a TP group (already divided by its share).
+    """
+    n = np.asarray(devices, dtype=float)
+    t_all = np.asarray(tokens, dtype=float)
+    stages, p, g = pipeline_shape(model, hw, n, t_all)
+    t = t_all / g  # tokens of one micro-batch: what one pass through the stages carries
+    # on a pipeline the work per micro-batch runs on p chips; a TP group spreads the whole pass over n
+    dense_flops = t * model.dense_flops_per_token / p
+    dense_bytes = model.always_active_bytes / p
+    c_dense, m_dense = kernel_times(dense_flops, hw.flops_s, gemm_efficiency(t, hw.mfu, hw.gemm_half_tokens),
+                                    dense_bytes, hw.weights_bw_bytes_s, hw.mbu)
+    if model.moe_layers:
+        touched = touched_experts(model.experts, model.experts_active, t)
+        expert_bytes = model.moe_layers * touched * model.expert_bytes / p
+        rows = t * model.experts_active / touched
+        c_exp, m_exp = kernel_times(t * model.routed_flops_per_token / p, hw.flops_s,
+                                    gemm_efficiency(rows, hw.mfu, hw.gemm_half_tokens),
+                                    expert_bytes, hw.weights_bw_bytes_s, hw.mbu)
+    else:
+        c_exp = m_exp = np.zeros(1)
+    # KV per chip (layer-split on a pipeline): one micro-batch crosses the S stages in turn
+    kv_bytes = (kv_read_bytes + kv_write_bytes) * stages / g
+    c_att, m_att = kernel_times(attention_flops / g / p, hw.flops_s, hw.mfu, kv_bytes,
+                                hw.kv_bw_bytes_s, hw.kv_mbu * ATTENTION_READ_RATIO)
+    compute = c_dense + c_exp + c_att
+    memory = m_dense + m_exp + m_att
+    roof = np.maximum(c_dense, m_dense) + np.maximum(c_exp, m_exp) + np.maximum(c_att, m_att)
+    tp = comm.tensor_parallel_comm_s(model.layers, t_all, model.hidden_size, n, hw.link_bytes_s,
+                                     hw.link_latency_s, hw.collective_latency_s)
+    hops = comm.pipeline_hops_s(t, model.hidden_size, n, hw.link_bytes_s, hw.link_latency_s)
+    communication = np.where(hw.sram, hops, tp)
+    shape = np.broadcast(compute, memory, communication, fixed_overhead_s(model, hw)).shape
+    return PassCost(*(np.broadcast_to(x, shape) for x in (compute, memory, roof, communication, fixed_overhead_s(model, hw))))
 
 
 def decode_step(model: ModelProfile, hw: HardwareArrays, devices, batch, context_tokens, prefill_tokens=0.0) -> PassCost:
     """One decode step of ``b`` sequences at mean context ``c`` on ``n`` devices.
 
-    Optionally carries ``q`` prefill tokens (a chunked-prefill piece) in the same pass.
-    compute = (decode FLOPs + prefill FLOPs(q)) / (n·F·MFU);
-    memory = touched weights / (n·B_w·MBU) + b·KV(c)·share / (B_kv·MBU).
+    Optionally carries ``q`` prefill tokens (a chunked-prefill piece) in the same pass; the step then
+    runs its GEMMs over ``b + q`` rows and adds the chunk's attention and KV writes.
     """
     n = np.asarray(devices, dtype=float)
     b = np.asarray(batch, dtype=float)
     q = np.asarray(prefill_tokens, dtype=float)
-    flops = decode_flops(model, b, context_tokens) + prefill_flops(model, q, context_tokens)
-    compute = flops / (n * hw.flops_s * hw.mfu)
-    weights = touched_weight_bytes(model, b + q) / (n * hw.weights_bw_bytes_s * hw.mbu)
-    kv = b * model.kv_bytes(context_tokens) * kv_share(model, hw, n) / (hw.kv_bw_bytes_s * hw.mbu)
-    return PassCost(compute, weights + kv, communication_s(model, hw, n, b + q))
+    c = np.asarray(context_tokens, dtype=float)
+    attention = b * model.attention_flops_per_context_token_decode * model.attended_tokens(c)
+    attention = attention + prefill_attention_flops(model, q, c)
+    share = kv_share(model, hw, n)
+    kv_read = b * model.kv_bytes(c) * share
+    kv_write = (b + q) * model.kv_bytes(1.0) * share
+    return _pass(model, hw, n, b + q, attention, kv_read, kv_write)
 
 
 def prefill_pass(model: ModelProfile, hw: HardwareArrays, devices, new_tokens, cached_tokens=0.0, prompts=1.0) -> PassCost:
     """Prefill of ``m`` prompts of ``s`` new tokens after ``p`` cached ones, together, on ``n`` devices.
 
-    compute = m · prefill FLOPs(s, p) / (n·F·MFU); memory = touched weights (once) / (n·B_w·MBU) + the
-    KV written for ``m·s`` tokens; communication all-reduces ``m·s`` tokens per layer.
+    GEMMs run over ``m·s`` rows; each prompt's attention covers its own prefix; the KV of the cached
+    prefix is read and that of the ``m·s`` new tokens written.
     """
     n = np.asarray(devices, dtype=float)
     s = np.asarray(new_tokens, dtype=float)
     m = np.asarray(prompts, dtype=float)
-    compute = m * prefill_flops(model, s, cached_tokens) / (n * hw.flops_s * hw.mfu)
-    weights = touched_weight_bytes(model, m * s) / (n * hw.weights_bw_bytes_s * hw.mbu)
-    kv_written = m * model.kv_bytes(s) * kv_share(model, hw, n) / (hw.kv_bw_bytes_s * hw.mbu)
-    return PassCost(compute, weights + kv_written, communication_s(model, hw, n, m * s))
+    p = np.asarray(cached_tokens, dtype=float)
+    share = kv_share(model, hw, n)
+    attention = m * prefill_attention_flops(model, s, p)
+    return _pass(model, hw, n, m * s, attention, m * model.kv_bytes(p) * share, m * model.kv_bytes(s) * share)
 
 
 def chunked_prefill_tokens_per_step(batch, input_tokens, output_tokens, prefix_cache_hit=0.0):

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from planner import graph as task_graph
-from planner.candidates import CandidateOptions, device_counts, generate_candidates, prune_dominated
+from planner.candidates import CandidateOptions, generate_candidates, prune_dominated
+from planner.perf.model import Silicon
 from planner.perf.profile import ModelProfile
 from planner.schema import Workload
 from tests.solvers.conftest import candidate
@@ -63,9 +64,12 @@ def test_graph_json_is_deterministic(catalog):
 
 
 def test_device_counts(catalog):
-    assert device_counts(catalog.device("h100-sxm"), 141e9) == [2, 4, 8]  # 70.5 GB per device ≤ 90 % of 80 GB
-    assert device_counts(catalog.device("h200"), 70e9) == [1, 2, 4, 8]
-    assert device_counts(catalog.device("cs-3"), 141e9) == [4, 8]  # 44 GB SRAM, 90 % usable → 4 wafers
+    def device_counts(device_id, weights_bytes):
+        return Silicon.of(catalog.device(device_id), "bf16").device_counts(weights_bytes)
+
+    assert device_counts("h100-sxm", 141e9) == [2, 4, 8]  # 70.5 GB per device ≤ 90 % of 80 GB
+    assert device_counts("h200", 70e9) == [1, 2, 4, 8]
+    assert device_counts("cs-3", 141e9) == [4, 8]  # 44 GB SRAM, 90 % usable → 4 wafers
 
 
 def test_candidates_meet_slos_and_pick_the_best_batch(catalog):

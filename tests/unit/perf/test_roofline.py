@@ -1,23 +1,35 @@
-"""Roofline pass times on the toy model/device, where every term can be worked out by hand."""
+"""Pass times on the toy model/device, every term worked out by hand.
+
+Toy model: 2 layers, d=4, 2 heads of dim 2, 1 KV head, FFN 8 → 656 always-active weight bytes (bf16),
+656 linear FLOPs per token, 16 attention FLOPs per attended token per layer, 16 KV bytes per token.
+Toy device: 1 TFLOP/s, 1 TB/s, MFU = MBU = 0.5 (so KV reads at 0.5 · 0.7 = 0.35), GEMM half-point
+64 rows (bf16), 100 GB/s links with 1 µs steps, no fixed overheads.
+"""
 
 import numpy as np
 import pytest
 
-from planner.perf import comm
-from planner.perf.profile import HardwareArrays, ModelProfile, compute_dtype
+from planner.perf.profile import ModelProfile
 from planner.perf.roofline import (
     chunked_prefill_tokens_per_step,
     decode_flops,
     decode_step,
+    fixed_overhead_s,
+    pipeline_shape,
     prefill_flops,
     prefill_pass,
     touched_weight_bytes,
 )
+from planner.perf.silicon import HardwareArrays, Silicon, compute_dtype
+
+
+def _hw(device, **update):
+    return HardwareArrays.of([Silicon.of(device.model_copy(update=update), "bf16")])
 
 
 @pytest.fixture()
 def toy(toy_model, toy_device):
-    return ModelProfile.of(toy_model, "bf16", "bf16"), HardwareArrays.of([toy_device], "bf16")
+    return ModelProfile.of(toy_model, "bf16", "bf16"), _hw(toy_device)
 
 
 def test_decode_flops_hand_case(toy):
@@ -33,32 +45,87 @@ def test_prefill_flops_hand_case(toy):
     assert prefill_flops(model, 8, 4) == pytest.approx(8 * 656 + 16 * 8 * 16)
 
 
-def test_decode_step_single_device_hand_case(toy):
+def test_decode_step_batch_one_hand_case(toy):
     model, hw = toy
     cost = decode_step(model, hw, 1, 1, 10)
-    # compute: 976 FLOPs / (1e12 · 0.5); memory: 656 always-active weight bytes + KV 2 layers·2·1·2·2 B·10 tokens = 160 B
-    assert cost.compute_s == pytest.approx(976 / 0.5e12)
-    assert cost.memory_s == pytest.approx((656 + 160) / 0.5e12)
+    # dense GEMMs: 656 FLOPs at MFU 0.5·1/(1+64) → 656·65/0.5e12 = 8.528e-8 s; reads 656 B / 0.5e12 = 1.312e-9 s
+    # attention: 320 FLOPs / 0.5e12 = 6.4e-10 s; KV 160 B read + 16 B written / 0.35e12 = 5.0286e-10 s
+    assert cost.compute_s == pytest.approx(8.528e-8 + 6.4e-10)
+    assert cost.memory_s == pytest.approx(1.312e-9 + 176 / 0.35e12)
+    assert cost.roofline_s == pytest.approx(8.528e-8 + 6.4e-10)
     assert cost.communication_s == pytest.approx(0.0)
-    assert cost.total_s == pytest.approx(1952e-12)
-    assert cost.bound == "compute"  # 976 FLOPs vs 816 bytes on a device whose ridge is 1 FLOP/byte
+    assert cost.overhead_s == pytest.approx(0.0)
+    assert cost.total_s == pytest.approx(8.592e-8)
+    assert cost.bound == "compute"  # a 4-wide toy: one row costs a whole 64-row tile
+
+
+def test_decode_step_batch_64_hand_case(toy):
+    model, hw = toy
+    cost = decode_step(model, hw, 1, 64, 10)
+    # dense: 64·656 = 41,984 FLOPs at MFU 0.5·64/128 = 0.25 → 1.67936e-7 s (reads 1.312e-9 s)
+    # attention: 64·320 = 20,480 FLOPs / 0.5e12 = 4.096e-8 s; KV 64·176 = 11,264 B / 0.35e12 = 3.2183e-8 s
+    assert cost.roofline_s == pytest.approx(1.67936e-7 + 4.096e-8)
 
 
 def test_decode_step_tensor_parallel_adds_allreduces(toy):
     model, hw = toy
     cost = decode_step(model, hw, 2, 1, 10)
-    expected_comm = 2 * 2 * comm.allreduce_s(1 * 4 * 2, 2, 100e9, 1e-6)
-    assert cost.communication_s == pytest.approx(expected_comm)
-    assert cost.bound == "communication"  # tiny model: latency dominates
-    # KV: 1 KV head cannot be split, so each device keeps all 160 bytes
-    assert cost.memory_s == pytest.approx((656 / 2 + 160) / 0.5e12)
+    # 2 layers · 2 all-reduces of 1 token · d=4 · 2 B = 8 B over 2 devices: 8/2 B / 100 GB/s + 2 steps · 1 µs each
+    assert cost.communication_s == pytest.approx(4 * (8e-11 + 2e-6))
+    assert cost.bound == "communication"
+    # weights split in two (328 B per device); the single KV head is not split: 160 + 16 B per device
+    assert cost.memory_s == pytest.approx(328 / 0.5e12 + 176 / 0.35e12)
 
 
-def test_prefill_pass_compute_bound_for_long_prompts(toy):
+def test_collective_call_floor_is_paid_per_allreduce(toy_model, toy_device):
+    model = ModelProfile.of(toy_model, "bf16", "bf16")
+    plain = decode_step(model, _hw(toy_device), 2, 1, 10)
+    floored = decode_step(model, _hw(toy_device, collective_latency_us=10.0), 2, 1, 10)
+    # 4 all-reduce calls · 10 µs
+    assert floored.communication_s - plain.communication_s == pytest.approx(40e-6)
+    # and nothing on one device
+    assert decode_step(model, _hw(toy_device, collective_latency_us=10.0), 1, 1, 10).communication_s == 0.0
+
+
+def test_fixed_overhead_hand_case(toy_model, toy_device):
+    model = ModelProfile.of(toy_model, "bf16", "bf16")
+    hw = _hw(toy_device, layer_latency_us=5.0, step_overhead_us=100.0, moe_layer_latency_us=50.0)
+    # 2 dense layers · 5 µs + 0 MoE layers · 50 µs + 100 µs per pass
+    assert fixed_overhead_s(model, hw) == pytest.approx(110e-6)
+    assert decode_step(model, hw, 1, 1, 10).overhead_s == pytest.approx(110e-6)
+
+
+def test_prefill_pass_hand_case(toy):
     model, hw = toy
     cost = prefill_pass(model, hw, 1, 4096)
-    assert cost.compute_s == pytest.approx(prefill_flops(model, 4096, 0) / 0.5e12)
+    # dense: 4096·656 FLOPs at MFU 0.5·4096/4160 → 656·4160/0.5e12 = 5.45792e-6 s
+    # attention: 16 · 4096 · (2 layers · 2048) = 268,435,456 FLOPs / 0.5e12 = 5.36870912e-4 s
+    assert cost.compute_s == pytest.approx(5.45792e-6 + 5.36870912e-4)
     assert cost.bound == "compute"
+
+
+def test_static_batch_prefill_costs_the_prompts_together(toy):
+    model, hw = toy
+    one = prefill_pass(model, hw, 1, 512).total_s
+    eight = prefill_pass(model, hw, 1, 512, prompts=8).total_s
+    assert 7.0 * one < eight < 8.5 * one  # compute bound: close to eight times one prompt
+
+
+def test_sram_pipeline_runs_its_stages_in_turn_at_batch_one(toy_model, toy_device):
+    """Two chips, two layers: two stages. Batch 1 crosses them in turn; batch 2 fills both."""
+    model = ModelProfile.of(toy_model, "bf16", "bf16")
+    sram = toy_device.model_copy(update={
+        "memory_tiers": [{"tier": "sram", "capacity_gb": 1.0, "bandwidth_tb_s": 1.0}],
+        "weights_tier": "sram", "kv_tier": "sram"})
+    hw = _hw(sram)
+    assert [float(x.reshape(-1)[0]) for x in pipeline_shape(model, hw, 2, 1)] == [2.0, 1.0, 1.0]
+    one = decode_step(model, hw, 2, 1, 10)
+    # memory: all 656 weight bytes are read per token, stage after stage (not 656/2 in parallel)
+    assert one.memory_s == pytest.approx(656 / 0.5e12 + 176 / 0.35e12)
+    # one hop between the chips: 1 µs + 1 token · 4 · 2 B / 100 GB/s
+    assert one.communication_s == pytest.approx(1e-6 + 8e-11)
+    two = decode_step(model, hw, 2, 2, 10)
+    assert two.total_s == pytest.approx(one.total_s)  # two micro-batches in flight, one per stage
 
 
 def test_touched_weights_for_dense_model_skip_the_input_embedding(toy):

@@ -1,0 +1,61 @@
+"""How much of a device's peak a kernel reaches: shared structural terms of the cost model.
+
+Each device family has peak efficiencies (``mfu`` for large GEMMs, ``mbu`` for large weight reads:
+catalog priors, then the fit in catalogs/calibration/). What every family shares:
+
+- a GEMM of ``M`` token rows keeps the tensor cores busy only once ``M`` fills the instruction tile:
+  ``MFU(M) = MFU_peak · s_c(dtype) · M / (M + M½)``, i.e. an ``M``-row GEMM costs the FLOPs of
+  ``M + M½`` rows at full efficiency (tile quantisation). This is the compute side only: that small-M
+  GEMMs reach few FLOP/s because they are memory bound is the roofline's own ``max``;
+- weight reads run at ``MBU_peak · s_r(dtype)``: 4-bit weights are unpacked and rescaled in the
+  read path, and today's fp4 GEMV kernels reach about half the bandwidth of bf16/fp8 ones;
+- decode attention reads the KV cache at ``MBU · ATTENTION_READ_RATIO`` (paged gathers, a split-K
+  reduction, and only ``b · n_kv`` independent heads to spread over the chip).
+
+The small-kernel penalty on weight reads (a read of ``x`` bytes costs ``t0 + x / (η·B)``) is the
+per-layer launch floor of roofline.py (``L · a``), not a second efficiency curve here.
+
+Sources (collected in the cost-model issue note, 2026-12):
+- GEMM half-points: the smallest M of a tensor-core instruction tile, 64 rows for Hopper's
+  ``wgmma.mma_async`` (m64nNk16/k32, PTX ISA) and 64/128 for Blackwell's ``tcgen05.mma``; the
+  measured half-plateau points of GEMM sweeps over M (vLLM PR #20646: B200 bf16 ≈ 128, nvfp4 ≈ 512;
+  DeepGEMM #60: Hopper fp8 ≈ 256) are upper bounds, since they include the memory-bound regime.
+- Compute scales: maximum achievable matmul FLOP/s (stas00/ml-engineering MAMF table): H100 fp8
+  0.71 vs bf16 0.80 of peak (0.89); B200 fp4 ≈ 0.40 vs bf16 0.78 (≈ 0.5).
+- Read scales: fp4 GEMV at 22–50 % of bandwidth (FlashInfer #1732, CUTLASS #2266, Helion #3046)
+  against ≈ 70 % for bf16/fp8 (vLLM #20646: 74 % on B200 bf16) → ≈ 0.5.
+- Attention ratio: FlashAttention-3 decode ≈ 54 % of bandwidth against 69–74 % for GEMV
+  (FA3 issue #1572) and vLLM at long context on H800 (lmdeploy #1608): ≈ 0.7.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+#: tokens per GEMM at which the achieved MFU is half its large-M value, per compute format.
+GEMM_HALF_TOKENS: dict[str, float] = {"bf16": 64.0, "fp8": 64.0, "int8": 64.0, "fp4": 128.0}
+#: large-GEMM efficiency of a compute format relative to bf16.
+COMPUTE_SCALE: dict[str, float] = {"bf16": 1.0, "fp8": 0.89, "int8": 0.89, "fp4": 0.5}
+#: weight-read efficiency of a weights format relative to bf16.
+READ_SCALE: dict[str, float] = {"bf16": 1.0, "fp16": 1.0, "fp8": 1.0, "int8": 1.0, "fp4": 0.5, "int4": 0.5}
+#: KV reads of decode attention relative to the weight-read efficiency.
+ATTENTION_READ_RATIO = 0.7
+
+
+def gemm_efficiency(tokens, peak, half_tokens):
+    """Achieved MFU of a GEMM over ``M`` tokens: ``peak · M / (M + M½)`` (0 at M = 0)."""
+    m = np.asarray(tokens, dtype=float)
+    return peak * m / (m + half_tokens)
+
+
+def kernel_times(flops, flops_s, compute_efficiency, bytes_read, bytes_s, memory_efficiency):
+    """Compute and memory time of one kernel group: ``(FLOPs / (F·η_c), bytes / (B·η_m))`` seconds.
+
+    Zero work costs zero time (its efficiency is never divided by).
+    """
+    f = np.asarray(flops, dtype=float)
+    b = np.asarray(bytes_read, dtype=float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        compute = np.where(f > 0, f / (flops_s * compute_efficiency), 0.0)
+        memory = np.where(b > 0, b / (bytes_s * memory_efficiency), 0.0)
+    return compute, memory

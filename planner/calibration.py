@@ -245,7 +245,7 @@ def fit_family(family: str, records: list[Measurement], catalog_priors: Catalog,
     lo, hi = _x_bounds()
     x_start = np.clip(x0 if start is None else start, lo + 1e-9, hi - 1e-9)
     result = least_squares(lambda x: evaluate(x)[0], x_start, jac=lambda x: evaluate(x)[1], bounds=(lo, hi),
-                           method="trf", xtol=1e-6, ftol=1e-8, max_nfev=60)
+                           method="trf", xtol=1e-8, ftol=1e-10, max_nfev=200)
     return FamilyFit(family, _from_x(result.x), [r.id for r in records], float(2 * result.cost), result.x)
 
 

@@ -133,16 +133,27 @@ def prune_dominated(candidates: list[Candidate], workload: Workload) -> list[Can
     capacity = np.array([c.effective_rps for c in candidates])
     costs = np.array([[c.power_w] + ([c.cost_usd_per_hour] if priced else [])
                       + [c.devices_by_type.get(t, 0) for t in counted] for c in candidates], dtype=float)
-    keys = np.array([c.key for c in candidates])
+    keys = [c.key for c in candidates]
     all_types = sorted({t for c in candidates for t in c.devices_by_type})
     uses = np.array([[t in c.devices_by_type for t in all_types] for c in candidates])
-    subset = np.all(~uses[:, None, :] | uses[None, :, :], axis=2)  # a's types ⊆ b's types
-    # [a, b]: does a dominate b?
-    no_worse = subset & (capacity[:, None] >= capacity[None, :]) & np.all(costs[:, None, :] <= costs[None, :, :], axis=2)
-    strictly = (capacity[:, None] > capacity[None, :]) | np.any(costs[:, None, :] < costs[None, :, :], axis=2)
-    dominates = no_worse & (strictly | (keys[:, None] < keys[None, :]))
-    np.fill_diagonal(dominates, False)
-    return [c for c, beaten in zip(candidates, dominates.any(axis=0)) if not beaten]
+    # Sweep in an order where every dominator comes before what it dominates (capacity down, then the
+    # costs and the key up): a candidate survives iff no earlier survivor dominates it, since
+    # dominance is transitive. O(n · survivors) instead of O(n²).
+    order = sorted(range(len(candidates)), key=lambda i: (-capacity[i], *costs[i], keys[i]))
+    rank = np.empty(len(candidates), dtype=int)
+    rank[sorted(range(len(candidates)), key=keys.__getitem__)] = np.arange(len(candidates))
+    kept: list[int] = []
+    for i in order:
+        if kept:
+            k = np.asarray(kept)
+            subset = np.all(~uses[k] | uses[i], axis=1)  # the survivor's types ⊆ this one's
+            no_worse = subset & (capacity[k] >= capacity[i]) & np.all(costs[k] <= costs[i], axis=1)
+            strictly = (capacity[k] > capacity[i]) | np.any(costs[k] < costs[i], axis=1)
+            if np.any(no_worse & (strictly | (rank[k] < rank[i]))):
+                continue
+        kept.append(i)
+    survivors = set(kept)
+    return [c for i, c in enumerate(candidates) if i in survivors]
 
 
 def _money(parts: list[tuple[Silicon, int]]) -> dict:

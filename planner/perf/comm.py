@@ -61,6 +61,15 @@ def pipeline_hops_s(tokens, hidden_size: int, devices, link_bytes_s, hop_latency
     return np.maximum(t - 1.0, 0.0) * (hop_latency_s + message / link_bytes_s)
 
 
+def dataflow_exchange_s(layers: int, tokens, hidden_size: int, devices, link_bytes_s, hop_latency_s):
+    """Per pass on a dataflow machine whose decoder blocks run as fused kernels sliced over ``t`` sockets:
+    one peer exchange of the block's activations per layer, ``L · (α + tokens·d·2 / bw)``, with no
+    collective-library call floor (SambaNova SN40L paper, 2024: hardware-orchestrated kernel launches)."""
+    t = np.asarray(devices, dtype=float)
+    message = np.asarray(tokens, dtype=float) * hidden_size * ACTIVATION_BYTES
+    return np.where(t > 1, layers * (hop_latency_s + message / link_bytes_s), 0.0)
+
+
 def transfer_s(message_bytes, link_bytes_s, latency_s):
     """Point-to-point transfer: ``α + m / bw``."""
     return latency_s + np.asarray(message_bytes, dtype=float) / link_bytes_s

@@ -87,7 +87,8 @@ def evaluate_grid(model: ModelProfile, hardware: HardwareArrays, spec: GridSpec)
     kv_per_request = model.kv_bytes(held_tokens) * kv_share(model, hw, n)
     weights_per_device = model.weights_bytes / n
     usable_w = hw.usable_weights_bytes
-    kv_room = np.where(hw.shared_tier, hw.usable_kv_bytes - weights_per_device, hw.usable_kv_bytes)
+    beside_weights = np.where(hw.kv_spill, np.maximum(usable_w - weights_per_device, 0.0), 0.0)
+    kv_room = np.where(hw.shared_tier, hw.usable_kv_bytes - weights_per_device, hw.usable_kv_bytes + beside_weights)
     max_batch = memory.max_concurrent_requests(kv_room, 0.0, kv_per_request)
     weights_fit = weights_per_device <= usable_w
     within_domain = n <= hw.domain_size

@@ -117,6 +117,16 @@ def pipeline_shape(model: ModelProfile, hw: HardwareArrays, devices, tokens):
     return stages, n / stages, np.where(hw.sram, np.minimum(t, stages), 1.0)
 
 
+def kv_bandwidth(model: ModelProfile, hw: HardwareArrays, devices, kv_resident_bytes):
+    """Bandwidth KV is read at: its own tier's, or, where KV spills from the weights' SRAM, the blend
+    ``1 / (f/B_sram + (1−f)/B_kv)`` with ``f`` the share of the resident KV that fits beside the weights."""
+    n = np.asarray(devices, dtype=float)
+    room = np.maximum(hw.usable_weights_bytes - model.weights_bytes / n, 0.0)
+    resident = np.maximum(np.asarray(kv_resident_bytes, dtype=float), 1.0)
+    fast = np.where(hw.kv_spill, np.minimum(room / resident, 1.0), 0.0)
+    return 1.0 / (fast / hw.weights_bw_bytes_s + (1.0 - fast) / hw.kv_bw_bytes_s)
+
+
 def _pass(model: ModelProfile, hw: HardwareArrays, devices, tokens, attention_flops, kv_read_bytes,
           kv_write_bytes) -> PassCost:
     """Price a pass over ``tokens`` tokens whose attention costs ``attention_flops`` and reads/writes KV bytes.
@@ -144,14 +154,15 @@ def _pass(model: ModelProfile, hw: HardwareArrays, devices, tokens, attention_fl
     # KV per chip (layer-split on a pipeline): one micro-batch crosses the S stages in turn
     kv_bytes = (kv_read_bytes + kv_write_bytes) * stages / g
     c_att, m_att = kernel_times(attention_flops / g / p, hw.flops_s, hw.mfu, kv_bytes,
-                                hw.kv_bw_bytes_s, hw.kv_mbu * ATTENTION_READ_RATIO)
+                                kv_bandwidth(model, hw, n, kv_read_bytes), hw.kv_mbu * ATTENTION_READ_RATIO)
     compute = c_dense + c_exp + c_att
     memory = m_dense + m_exp + m_att
     roof = np.maximum(c_dense, m_dense) + np.maximum(c_exp, m_exp) + np.maximum(c_att, m_att)
     tp = comm.tensor_parallel_comm_s(model.layers, t_all, model.hidden_size, n, hw.link_bytes_s,
                                      hw.link_latency_s, hw.collective_latency_s)
     hops = comm.pipeline_hops_s(t, model.hidden_size, n, hw.link_bytes_s, hw.link_latency_s)
-    communication = np.where(hw.sram, hops, tp)
+    fused = comm.dataflow_exchange_s(model.layers, t_all, model.hidden_size, n, hw.link_bytes_s, hw.link_latency_s)
+    communication = np.where(hw.sram, hops, np.where(hw.dataflow, fused, tp))
     shape = np.broadcast(compute, memory, communication, fixed_overhead_s(model, hw)).shape
     return PassCost(*(np.broadcast_to(x, shape) for x in (compute, memory, roof, communication, fixed_overhead_s(model, hw))))
 

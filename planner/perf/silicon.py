@@ -65,6 +65,7 @@ class Silicon:
     nic_latency_s: float
     power_w: float  # TDP plus this device's share of its node's overhead
     sram: bool  # weights in on-chip SRAM, layers pipelined across chips
+    kv_spill: bool  # KV kept in the weights' SRAM while it fits there, the rest in the KV tier
     dataflow: bool  # weights streamed from HBM through an on-chip pipeline (no TP collectives)
     mfu: float  # large-GEMM MFU at this compute format (family peak · format scale)
     mbu: float  # weight-read MBU at this weights format (family peak · format scale)
@@ -95,6 +96,7 @@ class Silicon:
             nic_latency_s=us_to_s(device.scale_out.latency_us),
             power_w=device.tdp_w + device.node_overhead_w / device.devices_per_node,
             sram=device.is_sram_machine,
+            kv_spill=device.is_sram_machine and device.kv_tier != device.weights_tier,
             dataflow=device.kind == "dataflow" and not device.is_sram_machine,
             mfu=device.mfu * COMPUTE_SCALE[fmt],
             mbu=device.mbu * READ_SCALE[weights_dtype],
@@ -111,9 +113,13 @@ class Silicon:
         return self.device.id
 
     def kv_room_bytes(self, weights_bytes_per_device, extra_weights_per_device=0.0):
-        """Bytes per device left for KV: usable KV memory, less the weights when they share a tier."""
+        """Bytes per device left for KV: usable KV memory, less the weights when they share a tier
+        (plus the SRAM left beside the weights where KV spills from SRAM to a second tier)."""
+        weights = weights_bytes_per_device + extra_weights_per_device
         if self.shared_tier:
-            return self.usable_kv_bytes - weights_bytes_per_device - extra_weights_per_device
+            return self.usable_kv_bytes - weights
+        if self.kv_spill:
+            return self.usable_kv_bytes + max(self.usable_weights_bytes - weights, 0.0)
         return self.usable_kv_bytes
 
     def replica_power_w(self, devices: int) -> float:

@@ -114,8 +114,8 @@ def test_static_batch_prefill_costs_the_prompts_together(toy):
 def test_sram_pipeline_runs_its_stages_in_turn_at_batch_one(toy_model, toy_device):
     """Two chips, two layers: two stages. Batch 1 crosses them in turn; batch 2 fills both."""
     model = ModelProfile.of(toy_model, "bf16", "bf16")
-    sram = toy_device.model_copy(update={
-        "memory_tiers": [{"tier": "sram", "capacity_gb": 1.0, "bandwidth_tb_s": 1.0}],
+    sram = type(toy_device).model_validate({
+        **toy_device.model_dump(), "memory_tiers": [{"tier": "sram", "capacity_gb": 1.0, "bandwidth_tb_s": 1.0}],
         "weights_tier": "sram", "kv_tier": "sram"})
     hw = _hw(sram)
     assert [float(x.reshape(-1)[0]) for x in pipeline_shape(model, hw, 2, 1)] == [2.0, 1.0, 1.0]

@@ -68,7 +68,7 @@ def test_values_units_and_layouts_are_valid(records):
         assert r["tp"] is None or (1 <= r["tp"] <= r["devices"] and r["devices"] % r["tp"] == 0), rid
         assert r["isl"] is None or (isinstance(r["isl"], int) and r["isl"] >= 1), rid
         assert r["osl"] is None or r["osl"] > 0, rid
-        assert re.fullmatch(r"\d{4}(-\d{2}(-\d{2})?)?", str(r["date"])), rid
+        assert isinstance(r["date"], str) and re.fullmatch(r"\d{4}(-\d{2}(-\d{2})?)?", r["date"]), rid
         assert r["source"].strip() and r["notes"].strip(), rid
         if r["regime"] == "fixed_concurrency":
             assert isinstance(r.get("concurrency"), int) and r["concurrency"] >= 1, rid

@@ -12,8 +12,9 @@ requests in steady state; catalogs/calibration/README.md):
 
 Fit: per family, the efficiency terms ``FITTED_TERMS`` minimise
 ``Σ log(pred/measured)² + Σ ((log θ − log θ₀) / σ)²`` (priors θ₀ and spreads σ in families.yaml),
-with scipy's trust-region least squares. Leave-one-out refits the family without each record and
-predicts it; the LOO residuals give each family's uncertainty bands.
+with scipy's trust-region least squares. Leave-one-out: each record predicted by its family's fit
+without it, by the linearised (PRESS) formula or by an exact refit; the LOO residuals give each
+family's uncertainty bands.
 """
 
 from __future__ import annotations
@@ -31,13 +32,14 @@ from planner.perf.model import GridSpec, RooflineModel
 from planner.schema import Device, Frozen, Id, WeightsDtype
 from planner.units import s_to_ms
 
-BATCHES = tuple(sorted({int(round(1.5**i)) for i in range(0, 21)} | {2**i for i in range(13)}))  # 1 .. 4096
+BATCHES = tuple(b for b in sorted({int(round(1.5**i)) for i in range(0, 21)} | {2**i for i in range(12)}) if b <= 2048)  # 1 .. 2048
 CHECK_ONLY_MARKERS = ("LOW CONFIDENCE", "PRECISION INTERPRETED")
 #: log offsets so latency terms of zero stay fittable: θ enters the fit as ``log(θ + offset)``.
 LOG_OFFSET = {"mfu": 0.0, "mbu": 0.0, "layer_latency_us": 1.0, "moe_layer_latency_us": 1.0,
-              "step_overhead_us": 10.0, "collective_latency_us": 1.0}
+              "step_overhead_us": 10.0, "collective_latency_us": 1.0, "collective_efficiency": 0.0}
 BOUNDS = {"mfu": (0.05, 1.0), "mbu": (0.05, 1.0), "layer_latency_us": (0.0, 500.0),
-          "moe_layer_latency_us": (0.0, 2000.0), "step_overhead_us": (0.0, 50_000.0), "collective_latency_us": (0.0, 500.0)}
+          "moe_layer_latency_us": (0.0, 2000.0), "step_overhead_us": (0.0, 50_000.0), "collective_latency_us": (0.0, 500.0),
+          "collective_efficiency": (0.05, 1.0)}
 METRIC_GROUP = {"tpot_ms": "tpot", "output_tokens_per_s_per_user": "tpot", "e2e_latency_ms": "tpot",
                 "ttft_ms": "ttft", "output_tokens_per_s": "throughput"}
 #: bands come from a family's own LOO residuals when it has this many in a metric group, else from all.
@@ -171,13 +173,27 @@ def chosen_batch(m: Measurement, costs: RooflineModel) -> int:
 # ------------------------------------------------------------------------------------------- fit
 @dataclass
 class FamilyFit:
-    """Fitted terms of one family, the records behind them, and the loss reached."""
+    """Fitted terms of one family, the records behind them, the loss reached and, per record, the
+    left-out log residual of the linearised fit."""
 
     name: str
     params: dict[str, float]
     records: list[str]
     loss: float
     x: np.ndarray | None = field(default=None, repr=False)
+    loo_log_residuals: dict[str, float] = field(default_factory=dict)
+
+
+def linearised_loo(residuals: np.ndarray, jacobian: np.ndarray, n_data: int) -> np.ndarray:
+    """Left-out residuals of a least-squares fit: ``r_i / (1 − h_ii)``, ``h = diag(J (JᵀJ)⁻¹ Jᵀ)``.
+
+    Exact for a linear model (the PRESS residuals); for the fit's smooth nonlinear model it is the
+    one-step Newton refit from the optimum without record ``i``. The prior rows stay in: a left-out
+    record is still predicted by a fit that is pulled toward the priors.
+    """
+    gram = jacobian.T @ jacobian
+    leverage = np.einsum("ij,jk,ik->i", jacobian, np.linalg.pinv(gram), jacobian)
+    return residuals[:n_data] / np.maximum(1.0 - leverage[:n_data], 1e-6)
 
 
 def _to_x(values: dict[str, float]) -> np.ndarray:
@@ -246,7 +262,10 @@ def fit_family(family: str, records: list[Measurement], catalog_priors: Catalog,
     x_start = np.clip(x0 if start is None else start, lo + 1e-9, hi - 1e-9)
     result = least_squares(lambda x: evaluate(x)[0], x_start, jac=lambda x: evaluate(x)[1], bounds=(lo, hi),
                            method="trf", xtol=1e-8, ftol=1e-10, max_nfev=200)
-    return FamilyFit(family, _from_x(result.x), [r.id for r in records], float(2 * result.cost), result.x)
+    residuals, jacobian = evaluate(result.x)
+    loo = linearised_loo(residuals, jacobian, len(records))
+    return FamilyFit(family, _from_x(result.x), [r.id for r in records], float(2 * result.cost), result.x,
+                     {r.id: float(v) for r, v in zip(records, loo)})
 
 
 # ---------------------------------------------------------------------------------- calibration
@@ -269,8 +288,12 @@ def families_of(catalog: Catalog) -> dict[str, str]:
 
 
 def calibrate(measurements: list[Measurement], catalog_priors: Catalog, prior_log_sd: dict[str, float],
-              leave_one_out: bool = True) -> Calibration:
-    """Fit every family with records, predict every comparable record in-sample and (optionally) left out."""
+              leave_one_out: bool | str = True) -> Calibration:
+    """Fit every family with records; predict every comparable record in-sample and left out.
+
+    ``leave_one_out``: ``True`` for the linearised left-out residuals of each fit (fast), ``"exact"``
+    to refit each family once per record, ``False`` for none.
+    """
     family_of = families_of(catalog_priors)
     comparable = [m for m in measurements if m.comparable and m.device in family_of]
     by_family: dict[str, list[Measurement]] = defaultdict(list)
@@ -281,12 +304,15 @@ def calibrate(measurements: list[Measurement], catalog_priors: Catalog, prior_lo
     fitted = fitted_catalog(catalog_priors, fits)
     costs = RooflineModel(fitted)
     loo: dict[str, float] = {}
-    if leave_one_out:
+    if leave_one_out == "exact":
         for name, recs in by_family.items():
             for i, record in enumerate(recs):
-                rest = recs[:i] + recs[i + 1:]
-                refit = fit_family(name, rest, catalog_priors, prior_log_sd, start=fits[name].x)
+                refit = fit_family(name, recs[:i] + recs[i + 1:], catalog_priors, prior_log_sd, start=fits[name].x)
                 loo[record.id] = float(predict(record, RooflineModel(fitted_catalog(catalog_priors, {name: refit})))[0])
+    elif leave_one_out:
+        for name, recs in by_family.items():
+            for record in recs:
+                loo[record.id] = float(record.value * np.exp(fits[name].loo_log_residuals[record.id]))
     comparisons = [Comparison(m, family_of[m.device], float(predict(m, costs)[0]), loo.get(m.id)) for m in comparable]
     return Calibration(fits, comparisons, bands_from(comparisons), coverage_of(comparisons, costs))
 

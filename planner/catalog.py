@@ -120,9 +120,11 @@ def write_fit(body: dict, root: Path | None = None) -> Path:
 
 
 #: efficiency terms a family's fit sets on its devices (Device fields).
-FITTED_TERMS = ("mfu", "mbu", "layer_latency_us", "moe_layer_latency_us", "step_overhead_us", "collective_latency_us")
+FITTED_TERMS = ("mfu", "mbu", "layer_latency_us", "moe_layer_latency_us", "step_overhead_us", "collective_latency_us",
+                "collective_efficiency")
 #: terms whose priors live in families.yaml rather than the hardware files.
-FAMILY_TERMS = ("layer_latency_us", "moe_layer_latency_us", "step_overhead_us", "collective_latency_us")
+FAMILY_TERMS = ("layer_latency_us", "moe_layer_latency_us", "step_overhead_us", "collective_latency_us",
+                "collective_efficiency")
 
 
 def load_families(root: Path | None = None) -> dict:

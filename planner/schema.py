@@ -85,6 +85,7 @@ class Device(Frozen):
     moe_layer_latency_us: NonNegative = 0.0
     step_overhead_us: NonNegative = 0.0
     collective_latency_us: NonNegative = 0.0
+    collective_efficiency: Fraction = 1.0  # achieved all-reduce bus bandwidth / scale-up link bandwidth
     family: str | None = None
     provenance: dict[str, Provenance] = Field(default_factory=dict)
 

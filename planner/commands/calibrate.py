@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime
 
 import typer
+from rich.console import Console
 from rich.table import Table
 
 from planner.cli import app, console, fail, print_json
@@ -19,7 +20,8 @@ def _pct(value) -> str:
 def calibrate_command(
     fit: bool = typer.Option(False, "--fit", help="refit every device family's efficiency terms to the records"),
     write: bool = typer.Option(False, "--write", help="with --fit: write catalogs/calibration/fit.yaml"),
-    loo: bool = typer.Option(True, "--loo/--no-loo", help="leave-one-out: refit each family without each record"),
+    loo: bool = typer.Option(True, "--loo/--no-loo", help="leave-one-out errors (linearised refit without each record)"),
+    exact: bool = typer.Option(False, "--exact-loo", help="leave-one-out by refitting each family once per record (slow)"),
     as_json: bool = typer.Option(False, "--json", help="print one JSON object"),
 ) -> None:
     """Error per record, per family and overall, in-sample and leave-one-out (catalogs/calibration/)."""
@@ -32,7 +34,7 @@ def calibrate_command(
         measurements = load_measurements()
         priors = load_catalog(apply_fit=False)
         prior_log_sd = load_families().get("prior_log_sd", {})
-        cal = calibrate(measurements, priors, prior_log_sd, leave_one_out=loo)
+        cal = calibrate(measurements, priors, prior_log_sd, leave_one_out="exact" if exact else loo)
         stored = load_catalog()
     except CatalogError as exc:
         fail(f"catalog: {exc}")
@@ -79,14 +81,16 @@ def calibrate_command(
 
 
 def _warn_if_stale(cal, stored) -> None:
-    """Say so when fit.yaml no longer matches a refit of the records (run --fit --write)."""
+    """Say so on stderr when fit.yaml no longer matches a refit of the records (run --fit --write)."""
+    err = Console(stderr=True, highlight=False)
     for name, fit in cal.fits.items():
         members = stored.families.get(name)
         if members is None or not members.fitted:
-            console.print(f"note: family {name} has records but no stored fit; run `siliconmix calibrate --fit --write`")
+            err.print(f"note: family {name} has records but no stored fit; run `siliconmix calibrate --fit --write`",
+                      markup=False)
             continue
         device = stored.device(members.devices[0])
         drift = max(abs(getattr(device, k) - v) / max(abs(v), 1e-9) for k, v in fit.params.items())
         if drift > 0.01:
-            console.print(f"note: family {name}: fit.yaml differs from a refit by {100 * drift:.0f}%; "
-                          f"run `siliconmix calibrate --fit --write`")
+            err.print(f"note: family {name}: fit.yaml differs from a refit by {100 * drift:.0f}%; "
+                      f"run `siliconmix calibrate --fit --write`", markup=False)

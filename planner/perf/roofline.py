@@ -158,7 +158,7 @@ def _pass(model: ModelProfile, hw: HardwareArrays, devices, tokens, attention_fl
     compute = c_dense + c_exp + c_att
     memory = m_dense + m_exp + m_att
     roof = np.maximum(c_dense, m_dense) + np.maximum(c_exp, m_exp) + np.maximum(c_att, m_att)
-    tp = comm.tensor_parallel_comm_s(model.layers, t_all, model.hidden_size, n, hw.link_bytes_s,
+    tp = comm.tensor_parallel_comm_s(model.layers, t_all, model.hidden_size, n, hw.collective_bytes_s,
                                      hw.link_latency_s, hw.collective_latency_s)
     hops = comm.pipeline_hops_s(t, model.hidden_size, n, hw.link_bytes_s, hw.link_latency_s)
     fused = comm.dataflow_exchange_s(model.layers, t_all, model.hidden_size, n, hw.link_bytes_s, hw.link_latency_s)

@@ -75,6 +75,7 @@ class Silicon:
     moe_layer_latency_s: float
     step_overhead_s: float
     collective_latency_s: float
+    collective_bytes_s: float  # all-reduce bus bandwidth: link bandwidth · collective efficiency
 
     @classmethod
     def of(cls, device: Device, weights_dtype: str) -> Silicon:
@@ -106,6 +107,7 @@ class Silicon:
             moe_layer_latency_s=us_to_s(device.moe_layer_latency_us),
             step_overhead_s=us_to_s(device.step_overhead_us),
             collective_latency_s=us_to_s(device.collective_latency_us),
+            collective_bytes_s=gb_s_to_bytes_s(device.scale_up.bandwidth_gb_s) * device.collective_efficiency,
         )
 
     @property

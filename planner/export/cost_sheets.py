@@ -60,7 +60,7 @@ def write_network_sheet(workbook, ws, style, items: list[Transfer], inputs: Netw
     head = row
     for col, (text, _) in enumerate(NETWORK_HEADERS):
         ws.write_string(head, col, text, style("header"))
-    ws.set_row(head, 30)
+    ws.set_row(head, 45)
     first = head + 1
     for r, t in enumerate(items, start=first):
         per_end = ports_per_side(t.gb_s, inputs.port_gbps.value, inputs.link_utilization.value)
@@ -148,16 +148,17 @@ def write_lifetime_sheet(workbook, ws, style, life: Lifetime, inputs: LifetimeIn
     ]
     row = last + 2
     for offset, (name, label, value, formula, number) in enumerate(outputs):
-        ws.write_string(row + offset, 0, label, style("label"))
+        ws.write_string(row + offset, 0, label, style("label_wrap"))
+        ws.set_row(row + offset, wrapped_height(label, LABEL_WIDTH))
         put(ws, row + offset, 1, value, style("headline", number), formula)
         workbook.define_name(name, f"='{LIFETIME_SHEET}'!{cell(row + offset, 1, absolute=True)}")
     row += len(outputs) + 1
     for note in ("Purchases follow the ramp at the start of each year (discounted one year less than that year's "
                  "opex and support). Opex is the TCO sheet's energy + hosting at the full fleet, times the share in "
                  "service; years past the horizon count nothing.",
-                 "$ per million tokens in a year = (capex in service x capital recovery factor + opex + support) / "
-                 "million tokens: the level payment that repays the capex at the discount rate over the "
-                 "depreciation period."):
+                 "$ per million tokens in a year = (capital charge + opex + support) / million tokens; the capital "
+                 "charge is the level payment (capital recovery factor) that repays each purchase at the discount "
+                 "rate over the depreciation period, counted in the years it is being repaid."):
         ws.write_string(row, 0, note, style("note"))
         row += 1
     return row
@@ -176,7 +177,8 @@ def _write_year(ws, style, r: int, first: int, year, ramp: float) -> None:
         (year.pv_usd, f"={c}/(1+discount_rate)^({a}-1)+({d}+{e})/(1+discount_rate)^{a}", "usd", "formula"),
         (year.million_tokens, f"=IF({within},{b}*million_tokens_per_year,0)", "int", "formula"),
         (year.pv_million_tokens, f"={g}/(1+discount_rate)^{a}", "int", "formula"),
-        (year.capital_charge_usd, f"=IF({within},{b}*fleet_capex_usd*crf,0)", "usd", "formula"),
+        (year.capital_charge_usd, f"=IF({within},crf*SUMIF({cell(first, 0)}:{a},\">\"&({a}-depreciation_years),"
+                                  f"{cell(first, 2)}:{c}),0)", "usd", "formula"),
         ("-" if year.usd_per_million_tokens is None else year.usd_per_million_tokens,
          f'=IF({g}>0,({i}+{d}+{e})/{g},"-")', "usd3", "formula"),
     ]

@@ -8,8 +8,9 @@ Conventions (the TCO by year sheet writes the same formulas):
 - support per year = support share x capex bought so far;
 - purchases at the start of year y are discounted by (1 + r)^(y-1), the year's opex and support by (1 + r)^y;
 - cost per million tokens in year y = (capital charge + opex + support) / million tokens, where the capital
-  charge is the capex in service x the capital recovery factor CRF = r / (1 - (1 + r)^-n) over the
-  depreciation period n (1 / n when r = 0): the level payment that repays the capex at rate r in n years;
+  charge is the capital recovery factor CRF = r / (1 - (1 + r)^-n) (1 / n when r = 0) times the purchases
+  still being repaid (bought in year k with y - k < n, the depreciation period): the level payment that
+  repays each purchase at rate r in n years;
 - levelised $ per million tokens = NPV of costs / present value of tokens.
 """
 
@@ -73,22 +74,24 @@ def lifetime_of(inputs: LifetimeInputs, capex_usd: float, opex_usd_per_year: flo
     fleet = capex_usd * (1.0 + inputs.spares_share)
     r = inputs.discount_rate
     crf = capital_recovery_factor(r, depreciation_years)
-    rows, bought, previous = [], 0.0, 0.0
+    rows, purchases, previous = [], [], 0.0
     for y in range(1, MAX_YEARS + 1):
-        share = inputs.ramp[y - 1] if y <= inputs.tco_years else 0.0
-        capex = max(0.0, share - previous) * fleet if y <= inputs.tco_years else 0.0
-        bought += capex
+        within = y <= inputs.tco_years
+        share = inputs.ramp[y - 1] if within else 0.0
+        capex = max(0.0, share - previous) * fleet if within else 0.0
+        purchases.append(capex)
         opex = share * opex_usd_per_year
-        support = inputs.support_share * bought if y <= inputs.tco_years else 0.0
+        support = inputs.support_share * sum(purchases) if within else 0.0
         tokens = share * million_tokens_per_year
-        charge = share * fleet * crf
+        repaying = sum(c for k, c in enumerate(purchases, start=1) if y - k < depreciation_years)
+        charge = crf * repaying if within else 0.0
         rows.append(Year(
             year=y, in_service=share, capex_usd=capex, opex_usd=opex, support_usd=support,
             pv_usd=capex / (1 + r) ** (y - 1) + (opex + support) / (1 + r) ** y, million_tokens=tokens,
             pv_million_tokens=tokens / (1 + r) ** y, capital_charge_usd=charge,
             usd_per_million_tokens=(charge + opex + support) / tokens if tokens > 0 else None,
         ))
-        previous = share if y <= inputs.tco_years else previous
+        previous = share if within else previous
     npv = sum(row.pv_usd for row in rows)
     pv_tokens = sum(row.pv_million_tokens for row in rows)
     return Lifetime(tuple(rows), fleet, crf, npv, npv / pv_tokens if pv_tokens > 0 else None)

@@ -55,7 +55,18 @@ def test_npv_of_a_known_cash_flow():
     assert life.npv_usd == pytest.approx(1_338.84, abs=0.01)
     assert life.levelised_usd_per_million_tokens == pytest.approx(1_338.84 / (50 / 1.1 + 100 / 1.21), rel=1e-4)
     crf = 0.5761905
-    assert y1.usd_per_million_tokens == pytest.approx((0.5 * 1_000 * crf + 100 + 50) / 50, rel=1e-6)
+    assert y1.usd_per_million_tokens == pytest.approx((500 * crf + 100 + 50) / 50, rel=1e-6)
+    assert y2.capital_charge_usd == pytest.approx(1_000 * crf, rel=1e-6)  # both purchases are being repaid
+
+
+def test_a_purchase_stops_being_charged_after_its_depreciation_period():
+    """Ramp 50%, 100%, 100%; 2-year depreciation at 0%: CRF 0.5. Year 3 repays only the year-2 purchase."""
+    inputs = LifetimeInputs(tco_years=3, discount_rate=0.0, spares_share=0.0, support_share=0.0,
+                            ramp=(0.5,) + (1.0,) * (MAX_YEARS - 1))
+    life = lifetime_of(inputs, capex_usd=1_000, opex_usd_per_year=0, million_tokens_per_year=10, depreciation_years=2)
+    assert [y.capital_charge_usd for y in life.years[:4]] == [250, 500, 250, 0]
+    assert life.npv_usd == 1_000  # undiscounted: the capex, once
+    assert life.levelised_usd_per_million_tokens == pytest.approx(1_000 / 25)
 
 
 def test_spares_are_bought_but_draw_no_power():

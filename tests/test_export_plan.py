@@ -460,7 +460,9 @@ def test_mix_columns_read_as_text(cached, plan):
 def test_every_sheet_prints_landscape_one_page_wide_with_headers(book):
     for ws in book.worksheets:
         assert ws.page_setup.orientation == "landscape", ws.title
-        assert (ws.page_setup.fitToWidth or 1) == 1 and ws.page_setup.fitToHeight == 0, ws.title  # 1 is the default
+        wide = ws.title in ("Bill of Materials", "Pools")  # 20 columns: two pages wide, ids on both
+        assert (ws.page_setup.fitToWidth or 1) == (2 if wide else 1) and ws.page_setup.fitToHeight == 0, ws.title
+        assert bool(ws.print_title_cols) == wide, ws.title
         assert ws.sheet_properties.pageSetUpPr.fitToPage, ws.title
         assert ws.print_title_rows, ws.title
 

@@ -93,8 +93,9 @@ def write_bom_sheet(ws, style, lines: list[BomLine], pue: float, title: str) -> 
         "Blue cells on yellow are inputs (catalog numbers and the plan's device counts): change them and every "
         "total follows.",
         "IT power charges every node its whole overhead (devices x TDP + nodes x node overhead): a partly filled "
-        "node draws all of it. The planner charged each device its share (Power per device as planned), so IT "
-        "power here can exceed the plan's by up to one node's overhead per device type.",
+        "node draws all of it.",
+        "The planner charged each device its share (Power per device as planned): IT power here can exceed the "
+        "plan's by up to one node's overhead per device type.",
         "Racks count space only (rack units per rack is an input on the TCO sheet); compare IT kW per full rack with "
         "what the facility can feed and cool per rack.",
     ]

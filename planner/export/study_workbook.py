@@ -108,20 +108,21 @@ def write_study_workbook(table: StudyTable, path: str | Path, title: str = "") -
     style = Styles(workbook)
     scenarios = workbook.add_worksheet(SCENARIOS_SHEET)
     front = workbook.add_worksheet(FRONTIER_SHEET)
-    widths = _write_scenarios(scenarios, style, table, set(frontier))
-    _print_setup(scenarios, len(table.rows), widths, header_rows=1)
-    width = _write_frontier(workbook, front, style, table, frontier, title)
-    _print_setup(front, len(frontier) + 30, width, header_rows=3)
+    last = _write_scenarios(scenarios, style, table, set(frontier))
+    _print_setup(scenarios, len(table.rows), last, header_rows=1, pages_wide=2)
+    scenarios.repeat_columns(0, 0)
+    last = _write_frontier(workbook, front, style, table, frontier, title)
+    _print_setup(front, len(frontier) + 30, last, header_rows=3)
     workbook.set_properties({"title": f"siliconmix study {title}".strip(), "subject": "study results"})
     workbook.close()
     return frontier
 
 
-def _print_setup(ws, last_row: int, last_col: int, header_rows: int) -> None:
-    """Landscape, one page wide, header rows repeated on every page."""
+def _print_setup(ws, last_row: int, last_col: int, header_rows: int, pages_wide: int = 1) -> None:
+    """Landscape A4, ``pages_wide`` pages wide, header rows repeated on every page."""
     ws.set_landscape()
-    ws.set_paper(9)  # A4; fit-to-width keeps it legible on Letter too
-    ws.fit_to_pages(1, 0)
+    ws.set_paper(9)
+    ws.fit_to_pages(pages_wide, 0)
     ws.repeat_rows(0, header_rows - 1)
     ws.print_area(0, 0, last_row, last_col)
     ws.set_margins(left=0.4, right=0.4, top=0.5, bottom=0.5)

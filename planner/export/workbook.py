@@ -46,9 +46,10 @@ from planner.schema import Plan
 SUMMARY_SHEET = "Summary"
 TCO_SHEET = "TCO"
 SHEETS = (SUMMARY_SHEET, BOM_SHEET, NETWORK_SHEET, POOLS_SHEET, TCO_SHEET, LIFETIME_SHEET, ASSUMPTIONS_SHEET)
-#: rows repeated at the top of every printed page, per sheet (titles and table headers)
-REPEAT_ROWS = {SUMMARY_SHEET: 0, BOM_SHEET: 1, NETWORK_SHEET: 0, POOLS_SHEET: 0, TCO_SHEET: 1, LIFETIME_SHEET: 0,
-               ASSUMPTIONS_SHEET: 0}
+#: per sheet: the last row repeated at the top of every printed page, pages wide, the last column repeated at
+#: the left of every page (the wide tables print two pages wide at a legible size, their ids on both)
+PRINT = {SUMMARY_SHEET: (0, 1, None), BOM_SHEET: (1, 2, 1), NETWORK_SHEET: (0, 1, None), POOLS_SHEET: (0, 2, 0),
+         TCO_SHEET: (1, 1, None), LIFETIME_SHEET: (0, 1, None), ASSUMPTIONS_SHEET: (0, 1, None)}
 
 
 @dataclass(frozen=True)
@@ -110,19 +111,21 @@ def write_plan_workbook(plan: Plan, catalog: Catalog, path: str | Path, inputs: 
     _write_summary_sheet(workbook, sheets[SUMMARY_SHEET], style, plan, book, totals, source)
     write_assumptions_sheet(sheets[ASSUMPTIONS_SHEET], style, assumptions)
     for name, ws in sheets.items():
-        print_setup(ws, REPEAT_ROWS[name])
+        print_setup(ws, *PRINT[name])
     workbook.set_properties({"title": f"siliconmix plan: {plan.model}", "subject": "procurement workbook",
                              "comments": "Formulas carry cached values computed by siliconmix."})
     workbook.close()
     return book
 
 
-def print_setup(ws, header_row: int) -> None:
-    """Landscape A4, one page wide, the header rows repeated on every page, narrow margins."""
+def print_setup(ws, header_row: int, pages_wide: int = 1, id_column: int | None = None) -> None:
+    """Landscape A4, ``pages_wide`` pages wide, header rows (and id columns) repeated on every page."""
     ws.set_landscape()
     ws.set_paper(9)
-    ws.fit_to_pages(1, 0)
+    ws.fit_to_pages(pages_wide, 0)
     ws.repeat_rows(0, header_row)
+    if id_column is not None:
+        ws.repeat_columns(0, id_column)
     ws.set_margins(left=0.4, right=0.4, top=0.5, bottom=0.5)
     ws.set_footer("&L&A&RPage &P of &N")
 

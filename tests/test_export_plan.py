@@ -237,7 +237,8 @@ def test_engine_recalculates_every_cached_value(book, cached, recalculated, xlsx
 def test_engine_totals_are_the_plans_totals(book, recalculated, xlsx, plan, whole_nodes):
     t = plan.totals
     for name, want in (("capex_usd", t.capex_usd), ("it_power_kw", whole_nodes["it_power_kw"]),
-                       ("facility_power_kw", whole_nodes["facility_power_kw"]), ("fleet_usd_per_hour", t.cost_usd_per_hour)):
+                       ("facility_power_kw", whole_nodes["facility_power_kw"]),
+                       ("fleet_usd_per_hour", t.cost_usd_per_hour)):
         assert value(recalculated, xlsx, *named(book, name)) == pytest.approx(want, rel=REL), name
     tokens = sum(c.rate_rps_served * rc.output_tokens for c, rc in zip(plan.classes, plan.workload.classes))
     assert value(recalculated, xlsx, *named(book, "output_tokens_per_s")) == pytest.approx(tokens, rel=REL)

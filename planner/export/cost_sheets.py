@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from planner.export.cells import cell, put, wrapped_height
 from planner.export.lifetime import MAX_YEARS, Lifetime, LifetimeInputs
-from planner.export.network import TRAFFIC_NAMES, Fabric, NetworkInputs, Transfer, ports_per_side
+from planner.export.network import BYTES_PER_MB, TRAFFIC_NAMES, Fabric, NetworkInputs, Transfer, ports_per_side
 
 NETWORK_SHEET = "Network"
 LIFETIME_SHEET = "TCO by year"
@@ -64,8 +64,8 @@ def write_network_sheet(workbook, ws, style, items: list[Transfer], inputs: Netw
     first = head + 1
     for r, t in enumerate(items, start=first):
         per_end = ports_per_side(t.gb_s, inputs.port_gbps.value, inputs.link_utilization.value)
-        values = [t.class_name, t.strategy, TRAFFIC_NAMES.get(t.kind, t.kind), t.served_rps, t.bytes_per_request / 1e6,
-                  t.gb_s, per_end, 2 * per_end]
+        values = [t.class_name, t.strategy, TRAFFIC_NAMES.get(t.kind, t.kind), t.served_rps,
+                  t.bytes_per_request / BYTES_PER_MB, t.gb_s, per_end, 2 * per_end]
         formulas = {5: f"={cell(r, 3)}*{cell(r, 4)}/1000",
                     6: f"=CEILING({cell(r, 5)}*8/(port_gbps*link_utilization),1)", 7: f"=2*{cell(r, 6)}"}
         numbers = ("text", "text", "text", "dec2", "dec1", "dec2", "int", "int")
@@ -79,7 +79,8 @@ def write_network_sheet(workbook, ws, style, items: list[Transfer], inputs: Netw
     nic = f"SUM({cell(first, 7)}:{cell(last, 7)})" if items else "0"
     total = [
         ("nic_ports", "NIC ports", fabric.nic_ports, f"={nic}", "int"),
-        ("switch_ports", "Switch ports (x (2 x tiers - 1))", fabric.switch_ports, "=nic_ports*(2*fabric_tiers-1)", "int"),
+        ("switch_ports", "Switch ports (x (2 x tiers - 1))", fabric.switch_ports, "=nic_ports*(2*fabric_tiers-1)",
+         "int"),
         ("transceivers", "Transceivers (x 2 x tiers)", fabric.transceivers, "=nic_ports*2*fabric_tiers", "int"),
         ("network_capex_usd", "Network capex ($)", fabric.capex_usd,
          "=nic_ports*nic_usd+transceivers*transceiver_usd+switch_ports*switch_port_usd", "usd"),
@@ -103,7 +104,8 @@ def write_network_sheet(workbook, ws, style, items: list[Transfer], inputs: Netw
 LIFETIME_INPUTS = (
     ("tco_years", "Horizon", "years (1-10)", "int",
      "assumption: a typical 4-6 year service life of an inference fleet"),
-    ("discount_rate", "Discount rate", "per year", "pct1", "assumption: a cost of capital of ~8% a year; set your WACC"),
+    ("discount_rate", "Discount rate", "per year", "pct1",
+     "assumption: a cost of capital of ~8% a year; set your WACC"),
     ("spares_share", "Spares", "share of the fleet bought as spares", "pct1",
      "assumption: ~3% spare devices on the shelf (they draw no power)"),
     ("support_share", "Support", "share of capex bought so far, per year", "pct1",

@@ -16,10 +16,11 @@ import yaml
 
 from planner.catalog import DEFAULT_CATALOG_DIR, catalog_dir
 from planner.schema import Plan
+from planner.units import BYTES_PER_GB
 
 PRICES_FILE = Path("prices") / "networking.yaml"
 BITS_PER_BYTE = 8
-BYTES_PER_GB = 1e9
+BYTES_PER_MB = BYTES_PER_GB / 1000
 #: edge kinds by what they need: KV always leaves the prefill pool; the others only reach partner silicon
 KV_KINDS = ("kv_cache",)
 PARTNER_KINDS = {"draft": ("draft_tokens", "accepted_tokens"), "ffn": ("activations",)}
@@ -118,5 +119,6 @@ def fabric_of(items: list[Transfer], inputs: NetworkInputs) -> Fabric:
     tiers = inputs.fabric_tiers.value
     switch_ports = round(nics * (2 * tiers - 1))
     optics = round(nics * 2 * tiers)
-    capex = nics * inputs.nic_usd.value + optics * inputs.transceiver_usd.value + switch_ports * inputs.switch_port_usd.value
+    capex = (nics * inputs.nic_usd.value + optics * inputs.transceiver_usd.value
+             + switch_ports * inputs.switch_port_usd.value)
     return Fabric(nics, switch_ports, optics, capex)

@@ -22,7 +22,8 @@ from planner.study import FrontierSpec  # noqa: E402
 #: readable axis titles for result columns, each with its unit
 TITLES = {
     "goodput_scale": "goodput scale (x workload rates)", "served_rps": "served requests/s",
-    "output_tokens_per_s": "output tokens/s", "output_tokens_per_s_per_user": "output tokens/s per user (interactivity)",
+    "output_tokens_per_s": "output tokens/s",
+    "output_tokens_per_s_per_user": "output tokens/s per user (interactivity)",
     "tokens_per_s_per_mw": "output tokens/s per MW (facility)", "ttft_ms": "TTFT (ms)", "tpot_ms": "TPOT (ms)",
     "power_kw": "facility power (kW)", "cost_usd_per_hour": "cost ($/h)", "capex_usd": "capex ($)",
     "devices": "devices", "usd_per_million_tokens": "$ per million output tokens", "gain": "gain (x)",
@@ -178,7 +179,8 @@ def _label_points(ax, points: list[dict], rows: dict[str, dict], colors: dict) -
     placed, seen = [], []
     for p in points[:MAX_LABELS]:
         here = (p["x"], p["y"])
-        if any(math.isclose(here[0], a, rel_tol=REL_TOL) and math.isclose(here[1], b, rel_tol=REL_TOL) for a, b in seen):
+        if any(math.isclose(here[0], a, rel_tol=REL_TOL) and math.isclose(here[1], b, rel_tol=REL_TOL)
+               for a, b in seen):
             continue
         seen.append(here)
         for dx, dy in OFFSETS:
@@ -197,7 +199,7 @@ def frontier_chart(rows: list[dict], frontier: FrontierSpec, points: list[dict],
 
 
 def fleet_figure(rows: list[dict], axis: str, metric: str, singles: set[str], study: str):
-    """One panel of horizontal bars per combination of the other axes: ``metric`` per fleet, multi-device fleets dark."""
+    """One panel of horizontal bars per combination of the other axes: ``metric`` per fleet, mixes dark."""
     column = f"axis.{axis}"
     others = [c for c in (rows[0] if rows else {}) if c.startswith("axis.") and c != column]
     groups = list(dict.fromkeys(tuple(r[c] for c in others) for r in rows))

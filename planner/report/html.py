@@ -91,7 +91,8 @@ def render(spec: StudySpec, rows: list[dict], frontiers: dict[str, list[dict]], 
                      f"({html.escape(title(f.x))}: {f.senses[0]}, {html.escape(title(f.y))}: {f.senses[1]}); "
                      f"{len(solved) - meeting} solved scenarios serve less than demand (goodput scale &lt; 1) and are "
                      "on no frontier.</p>")
-        parts.append(table(frontier_rows(points, rows), ["series", "scenario", "x", "y", "tpot_ms", "goodput_scale", "mix"],
+        parts.append(table(frontier_rows(points, rows),
+                           ["series", "scenario", "x", "y", "tpot_ms", "goodput_scale", "mix"],
                            ["series", "scenario", title(f.x), title(f.y), "TPOT (ms)", "goodput scale", "fleet mix"]))
     if spec.compare is not None:
         metric = spec.compare.metric

@@ -11,7 +11,8 @@ from planner.export.network import NetworkInputs, Priced, Transfer, fabric_of, p
 
 def network(tiers=2.0) -> NetworkInputs:
     return NetworkInputs(port_gbps=Priced(400, "t"), nic_usd=Priced(1_000, "t"), transceiver_usd=Priced(500, "t"),
-                         switch_port_usd=Priced(600, "t"), link_utilization=Priced(0.5, "t"), fabric_tiers=Priced(tiers, "t"))
+                         switch_port_usd=Priced(600, "t"), link_utilization=Priced(0.5, "t"),
+                         fabric_tiers=Priced(tiers, "t"))
 
 
 def test_ports_from_a_known_transfer_volume():

@@ -92,8 +92,8 @@ def test_flattened_and_short_numbers():
 
 
 def test_fleet_comparison_is_bars_not_lines():
-    rows = [{"axis.kw": kw, "axis.fleet": f, "goodput_scale": g, "status": "optimal"}
-            for kw, f, g in ((250, "a", 1.0), (250, "b", 2.0), (250, "mix", 3.0), (1000, "a", 10.0), (1000, "mix", 22.0))]
+    cases = ((250, "a", 1.0), (250, "b", 2.0), (250, "mix", 3.0), (1000, "a", 10.0), (1000, "mix", 22.0))
+    rows = [{"axis.kw": kw, "axis.fleet": f, "goodput_scale": g, "status": "optimal"} for kw, f, g in cases]
     rows.append({"axis.kw": 1000, "axis.fleet": "b", "goodput_scale": 0.0, "status": "infeasible"})
     fig = fleet_figure(rows, "fleet", "goodput_scale", {"a", "b"}, "t")
     panels = [ax for ax in fig.axes if ax.get_visible()]

@@ -20,12 +20,11 @@ from typing import Annotated, Any, Literal
 from pydantic import Discriminator, Field, Tag, ValidationError, model_validator
 
 from planner.catalog import Catalog
+from planner.pareto import OK_STATUSES, Sense, frontier_points, pareto_mask  # noqa: F401  (re-exported)
+from planner.pareto import finite as _finite
 from planner.schema import Frozen, Objective, Plan, Workload
 
 Name = Annotated[str, Field(pattern=r"^[A-Za-z0-9_.\-]+$", min_length=1, max_length=64)]
-Sense = Literal["max", "min"]
-#: a plan with one of these statuses has numbers worth tabulating and comparing
-OK_STATUSES = ("optimal", "feasible", "time_limit")
 #: the results table, in this order, after ``scenario``, ``hash`` and the ``axis.<name>`` columns
 RESULT_COLUMNS = (
     "status", "reason", "goodput_scale", "served_rps", "output_tokens_per_s", "output_tokens_per_s_per_user",
@@ -389,53 +388,6 @@ def table_row(scenario: Scenario, result: dict) -> dict:
     """One row of the results table: key, hash, ``axis.<name>`` columns, then the results."""
     axes = {f"axis.{name}": value for name, value in scenario.axes.items()}
     return {"scenario": scenario.key, "hash": scenario.hash, **axes, **{c: result.get(c) for c in RESULT_COLUMNS}}
-
-
-# ----------------------------------------------------------------------------------------- pareto
-def pareto_mask(xs: list[float], ys: list[float], senses: tuple[Sense, Sense] = ("max", "max")) -> list[bool]:
-    """True for the non-dominated points: no other point is at least as good in both and better in one.
-
-    NaN points are never on the frontier; identical points are all kept, and values equal to 9
-    significant digits are equal (solver round-off). Sort by x (best first), then a point survives
-    when its y beats every y of strictly better x.
-    """
-    sx, sy = (1 if s == "max" else -1 for s in senses)
-    pts = [(sx * _rounded(x), sy * _rounded(y), i) for i, (x, y) in enumerate(zip(xs, ys)) if _finite(x) and _finite(y)]
-    mask = [False] * len(xs)
-    best_y = -math.inf
-    for _, group in itertools.groupby(sorted(pts, key=lambda p: -p[0]), key=lambda p: p[0]):
-        group = list(group)
-        top = max(p[1] for p in group)
-        if top > best_y:
-            for p in group:
-                mask[p[2]] = p[1] == top
-            best_y = top
-    return mask
-
-
-def _rounded(v: float) -> float:
-    return float(f"{v:.9g}")
-
-
-def _finite(v: Any) -> bool:
-    return isinstance(v, float | int) and math.isfinite(v)
-
-
-def frontier_points(rows: list[dict], frontier: FrontierSpec) -> list[dict]:
-    """Frontier rows (``series`` = the ``by`` axis value, or 'all'), each series sorted by x."""
-    usable = [r for r in rows if r.get("status") in OK_STATUSES]
-    series: dict[str, list[dict]] = {"all": usable}
-    if frontier.by is not None:  # series in the order of the axis values, solved or not
-        series = {str(r[f"axis.{frontier.by}"]): [] for r in rows}
-        for r in usable:
-            series[str(r[f"axis.{frontier.by}"])].append(r)
-    out = []
-    for name, members in series.items():
-        mask = pareto_mask([r[frontier.x] for r in members], [r[frontier.y] for r in members], frontier.senses)
-        on = sorted((r for r, m in zip(members, mask) if m), key=lambda r: r[frontier.x])
-        out += [{"frontier": frontier.label, "series": name, "scenario": r["scenario"],
-                 "x": r[frontier.x], "y": r[frontier.y]} for r in on]
-    return out
 
 
 # ---------------------------------------------------------------------------------------- compare

@@ -33,7 +33,7 @@ from planner.schema import Workload
 ROOT = Path(__file__).resolve().parent.parent
 WORKLOAD = ROOT / "examples" / "workloads" / "chat-70b.yaml"
 REL = 1e-9
-SHEETS = ["Summary", "Bill of Materials", "Pools", "TCO", "Assumptions"]
+SHEETS = ["Summary", "Bill of Materials", "Network", "Pools", "TCO", "TCO by year", "Assumptions"]
 COL = {column.key: get_column_letter(i + 1) for i, column in enumerate(BOM_COLUMNS)}
 BOM_FORMULA_KEYS = [c.key for c in BOM_COLUMNS if c.formula]
 TCO_INPUT_NAMES = ("electricity_usd_per_kwh", "pue", "depreciation_years", "utilization", "hosting_usd_per_kw_month",
@@ -87,6 +87,14 @@ def engine(xlsx):
 @pytest.fixture(scope="module")
 def recalculated(engine):
     return engine.calculate()
+
+
+@pytest.fixture(scope="module")
+def whole_nodes(plan, catalog) -> dict[str, float]:
+    """IT kW of the plan's fleet with every node charged its whole overhead, from the catalog numbers."""
+    it = sum((n * catalog.device(d).tdp_w + math.ceil(n / catalog.device(d).devices_per_node)
+              * catalog.device(d).node_overhead_w) / 1000 for d, n in plan.totals.devices_by_type.items())
+    return {"it_power_kw": it, "facility_power_kw": it * plan.workload.constraints.pue}
 
 
 # -------------------------------------------------------------------------------------------- helpers
@@ -176,8 +184,9 @@ def test_every_derived_bom_cell_is_a_formula_over_the_cells(book, plan):
 
 def test_tco_and_summary_are_formulas_over_named_cells(book):
     tco = book["TCO"]
-    assert tco[f"B{label_row(tco, 'Depreciation per year')}"].value == "=capex_usd/depreciation_years"
-    assert tco[f"B{label_row(tco, 'Capex')}"].value == "=capex_usd"
+    capex = f"B{label_row(tco, 'Capex (devices + network)')}"
+    assert tco[f"B{label_row(tco, 'Depreciation per year')}"].value == f"={capex}/depreciation_years"
+    assert tco[capex].value == "=capex_usd+network_capex_usd"
     assert "electricity_usd_per_kwh" in tco[f"B{label_row(tco, 'Energy cost per year')}"].value
     assert "hosting_usd_per_kw_month" in tco[f"B{label_row(tco, 'Hosting per year')}"].value
     assert "utilization" in tco[f"B{label_row(tco, 'Million output tokens per hour')}"].value
@@ -187,14 +196,15 @@ def test_tco_and_summary_are_formulas_over_named_cells(book):
     assert summary[f"B{headline}"].value == "=usd_per_million_tokens"
 
 
-def test_cached_values_are_the_plans_totals(cached, plan):
+def test_cached_values_are_the_plans_totals(cached, plan, whole_nodes):
     ws = cached["Bill of Materials"]
     rows, total = bom_rows(ws)
     t = plan.totals
     assert ws[f"{COL['devices']}{total}"].value == t.devices
     assert ws[f"{COL['extended_price_usd']}{total}"].value == pytest.approx(t.capex_usd, rel=REL)
-    assert ws[f"{COL['it_power_kw']}{total}"].value == pytest.approx(t.it_power_kw, rel=REL)
-    assert ws[f"{COL['facility_power_kw']}{total}"].value == pytest.approx(t.power_kw, rel=REL)
+    assert ws[f"{COL['it_power_kw']}{total}"].value == pytest.approx(whole_nodes["it_power_kw"], rel=REL)
+    assert ws[f"{COL['it_power_kw']}{total}"].value >= t.it_power_kw * (1 - REL)  # whole nodes, never less
+    assert ws[f"{COL['facility_power_kw']}{total}"].value == pytest.approx(whole_nodes["facility_power_kw"], rel=REL)
     assert ws[f"{COL['fleet_usd_per_hour']}{total}"].value == pytest.approx(t.cost_usd_per_hour, rel=REL)
     for device, r in rows.items():
         capex = sum(p.capex_usd for p in plan.pools if p.device == device and p.partner_device is None)
@@ -202,7 +212,7 @@ def test_cached_values_are_the_plans_totals(cached, plan):
             assert ws[f"{COL['extended_price_usd']}{r}"].value == pytest.approx(capex, rel=REL)
     summary = cached["Summary"]
     row = label_row(summary, "Facility power (kW)")
-    assert summary[f"B{row}"].value == pytest.approx(summary[f"C{row}"].value, rel=REL)
+    assert summary[f"B{row}"].value == pytest.approx(whole_nodes["facility_power_kw"], rel=REL)
     assert summary[f"C{row}"].value == pytest.approx(t.power_kw, rel=REL)
 
 
@@ -224,15 +234,17 @@ def test_engine_recalculates_every_cached_value(book, cached, recalculated, xlsx
     assert checked > 40
 
 
-def test_engine_totals_are_the_plans_totals(book, recalculated, xlsx, plan):
+def test_engine_totals_are_the_plans_totals(book, recalculated, xlsx, plan, whole_nodes):
     t = plan.totals
-    for name, want in (("capex_usd", t.capex_usd), ("it_power_kw", t.it_power_kw), ("facility_power_kw", t.power_kw),
+    for name, want in (("capex_usd", t.capex_usd), ("it_power_kw", whole_nodes["it_power_kw"]),
+                       ("facility_power_kw", whole_nodes["facility_power_kw"]),
                        ("fleet_usd_per_hour", t.cost_usd_per_hour)):
         assert value(recalculated, xlsx, *named(book, name)) == pytest.approx(want, rel=REL), name
     tokens = sum(c.rate_rps_served * rc.output_tokens for c, rc in zip(plan.classes, plan.workload.classes))
     assert value(recalculated, xlsx, *named(book, "output_tokens_per_s")) == pytest.approx(tokens, rel=REL)
-    expected = tco_from_totals(TcoInputs(pue=plan.workload.constraints.pue), t.capex_usd, t.it_power_kw,
-                               t.cost_usd_per_hour, tokens)
+    network = value(recalculated, xlsx, *named(book, "network_capex_usd"))
+    expected = tco_from_totals(TcoInputs(pue=plan.workload.constraints.pue), t.capex_usd, whole_nodes["it_power_kw"],
+                               t.cost_usd_per_hour, tokens, network_capex_usd=network)
     assert value(recalculated, xlsx, *named(book, "usd_per_million_tokens")) == pytest.approx(
         expected.usd_per_million_tokens, rel=REL)
     assert value(recalculated, xlsx, *named(book, "total_usd_per_year")) == pytest.approx(
@@ -266,18 +278,20 @@ def test_a_unit_price_change_moves_every_total_by_count_times_delta(book, engine
     assert moved(*named(book, "usd_per_million_tokens")) == pytest.approx(count * delta / years / mtok_year)
 
 
-def test_tco_inputs_drive_energy_power_and_depreciation(book, engine, recalculated, xlsx, plan):
+def test_tco_inputs_drive_energy_power_and_depreciation(book, engine, recalculated, xlsx, plan, whole_nodes):
     tco = book["TCO"]
     pue, electricity, years = (key(xlsx, *named(book, name))
                                for name in ("pue", "electricity_usd_per_kwh", "depreciation_years"))
     base_pue = plan.workload.constraints.pue
     after = engine.calculate(inputs={pue: 2 * base_pue, electricity: 0.2, years: 5})
     energy_row = f"B{label_row(tco, 'Energy cost per year')}"
-    assert value(after, xlsx, *named(book, "facility_power_kw")) == pytest.approx(2 * plan.totals.power_kw, rel=REL)
-    assert value(after, xlsx, "TCO", energy_row) == pytest.approx(2 * plan.totals.power_kw * 8760 * 0.2, rel=REL)
+    facility = 2 * whole_nodes["facility_power_kw"]
+    assert value(after, xlsx, *named(book, "facility_power_kw")) == pytest.approx(facility, rel=REL)
+    assert value(after, xlsx, "TCO", energy_row) == pytest.approx(facility * 8760 * 0.2, rel=REL)
+    network = value(recalculated, xlsx, *named(book, "network_capex_usd"))
     assert value(after, xlsx, "TCO", f"B{label_row(tco, 'Depreciation per year')}") == pytest.approx(
-        plan.totals.capex_usd / 5, rel=REL)
-    assert value(after, xlsx, *named(book, "it_power_kw")) == pytest.approx(plan.totals.it_power_kw, rel=REL)
+        (plan.totals.capex_usd + network) / 5, rel=REL)
+    assert value(after, xlsx, *named(book, "it_power_kw")) == pytest.approx(whole_nodes["it_power_kw"], rel=REL)
 
 
 def test_more_devices_mean_more_nodes_power_and_capex(book, engine, recalculated, xlsx):
@@ -338,7 +352,7 @@ def test_assumptions_list_every_catalog_number_with_its_source(cached, plan, cat
 
 
 # ------------------------------------------------------------------------------------------------ CSV
-def test_bom_csv_matches_the_plan(plan, catalog, folder):
+def test_bom_csv_matches_the_plan(plan, catalog, folder, whole_nodes):
     from planner.export import plan_book
 
     path = write_bom_csv(plan_book(plan, catalog).lines, plan.workload.constraints.pue, folder / "bom.csv")
@@ -349,8 +363,8 @@ def test_bom_csv_matches_the_plan(plan, catalog, folder):
     assert not any(v.startswith("=") for r in rows for v in r.values())
     t = plan.totals
     assert sum(float(r["extended_price_usd"]) for r in rows) == pytest.approx(t.capex_usd, rel=REL)
-    assert sum(float(r["it_power_kw"]) for r in rows) == pytest.approx(t.it_power_kw, rel=REL)
-    assert sum(float(r["facility_power_kw"]) for r in rows) == pytest.approx(t.power_kw, rel=REL)
+    assert sum(float(r["it_power_kw"]) for r in rows) == pytest.approx(whole_nodes["it_power_kw"], rel=REL)
+    assert sum(float(r["facility_power_kw"]) for r in rows) == pytest.approx(whole_nodes["facility_power_kw"], rel=REL)
     assert sum(float(r["fleet_usd_per_hour"]) for r in rows) == pytest.approx(t.cost_usd_per_hour, rel=REL)
     for r in rows:
         assert int(r["nodes"]) == math.ceil(int(r["devices"]) / int(r["devices_per_node"]))
@@ -376,6 +390,84 @@ def test_devices_without_rack_units_and_a_changed_catalog(plan, catalog, folder)
     assert value(solution, path, "Bill of Materials", f"{COL['racks']}{total}") == racks
 
 
+# ------------------------------------------------------------------- whole nodes, network, years, print
+def test_nine_devices_on_eight_per_node_pay_two_nodes_overhead(plan, catalog, folder):
+    h100 = catalog.device("h100-sxm")
+    assert (h100.tdp_w, h100.node_overhead_w, h100.devices_per_node) == (700, 4_600, 8)
+    nine = plan.model_copy(update={"totals": plan.totals.model_copy(update={"devices_by_type": {"h100-sxm": 9}})})
+    path = folder / "nine.xlsx"
+    write_plan_workbook(nine, catalog, path)
+    ws = openpyxl.load_workbook(path, data_only=True)["Bill of Materials"]
+    rows, _ = bom_rows(ws)
+    r = rows["h100-sxm"]
+    assert ws[f"{COL['nodes']}{r}"].value == 2
+    assert ws[f"{COL['it_power_kw']}{r}"].value == pytest.approx((9 * 700 + 2 * 4_600) / 1000) == 15.5
+    formula = openpyxl.load_workbook(path)["Bill of Materials"][f"{COL['it_power_kw']}{r}"].value
+    assert formula == f"=({COL['devices']}{r}*{COL['tdp_w']}{r}+{COL['nodes']}{r}*{COL['node_overhead_w']}{r})/1000"
+    solution = formulas.ExcelModel().loads(str(path)).finish().calculate(
+        inputs={key(path, "Bill of Materials", f"{COL['devices']}{r}"): 17})  # 17 devices: 3 nodes
+    assert value(solution, path, "Bill of Materials", f"{COL['it_power_kw']}{r}") == pytest.approx(
+        (17 * 700 + 3 * 4_600) / 1000)
+
+
+def test_network_sheet_sizes_ports_from_the_transfer_volumes(book, cached, recalculated, xlsx):
+    ws, values = book["Network"], cached["Network"]
+    head = label_row(values, "Class")
+    rows = [r for r in range(head + 1, values.max_row + 1) if values[f"B{r}"].value and values[f"D{r}"].value]
+    assert rows, "the plan moves KV between prefill and decode pools"
+    port, util = (values[named(book, n)[1]].value for n in ("port_gbps", "link_utilization"))
+    for r in rows:
+        served, mb = values[f"D{r}"].value, values[f"E{r}"].value
+        assert values[f"F{r}"].value == pytest.approx(served * mb / 1000)
+        assert values[f"G{r}"].value == math.ceil(served * mb / 1000 * 8 / (port * util))
+        assert ws[f"G{r}"].value == f"=CEILING(F{r}*8/(port_gbps*link_utilization),1)"
+    nics = sum(values[f"H{r}"].value for r in rows)
+    tiers = values[named(book, "fabric_tiers")[1]].value
+    assert values[named(book, "nic_ports")[1]].value == nics
+    assert values[named(book, "transceivers")[1]].value == nics * 2 * tiers
+    prices = {n: values[named(book, n)[1]].value for n in ("nic_usd", "transceiver_usd", "switch_port_usd")}
+    assert value(recalculated, xlsx, *named(book, "network_capex_usd")) == pytest.approx(
+        nics * prices["nic_usd"] + nics * 2 * tiers * prices["transceiver_usd"]
+        + nics * (2 * tiers - 1) * prices["switch_port_usd"])
+    sources = [values[f"D{r}"].value for r in range(4, 10)]
+    assert all(s and "http" in s for s in sources if "estimate: size links" not in s)
+
+
+def test_tco_by_year_is_live_and_discounts(book, cached, engine, recalculated, xlsx):
+    ws = cached["TCO by year"]
+    head = label_row(ws, "Year")
+    years = [r for r in range(head + 1, head + 11)]
+    npv = value(recalculated, xlsx, *named(book, "npv_usd"))
+    assert npv == pytest.approx(cached[named(book, "npv_usd")[0]][named(book, "npv_usd")[1]].value, rel=REL)
+    assert npv == pytest.approx(sum(ws[f"F{r}"].value for r in years), rel=REL)
+    # at a 0% discount rate the NPV is the plain sum of the cash flows of the horizon
+    rate, horizon = key(xlsx, *named(book, "discount_rate")), key(xlsx, *named(book, "tco_years"))
+    flat = engine.calculate(inputs={rate: 0.0, horizon: 3})
+    cash = sum(value(flat, xlsx, "TCO by year", f"{col}{r}") for r in years for col in "CDE")
+    assert value(flat, xlsx, *named(book, "npv_usd")) == pytest.approx(cash, rel=REL)
+    assert value(flat, xlsx, "TCO by year", f"G{years[3]}") == 0  # year 4 is past a 3-year horizon
+    assert value(flat, xlsx, "TCO by year", f"J{years[3]}") == "-"
+    assert value(flat, xlsx, "TCO by year", f"J{years[1]}") > 0  # $ per million tokens in year 2
+
+
+def test_mix_columns_read_as_text(cached, plan):
+    ws = cached["Pools"]
+    column = [c.value for c in ws[1]].index("Devices by type") + 1
+    first = plan.pools[0]
+    device, count = next(iter(first.devices_by_type.items()))
+    assert ws.cell(row=2, column=column).value == f"{count:,}× {device}"
+
+
+def test_every_sheet_prints_landscape_one_page_wide_with_headers(book):
+    for ws in book.worksheets:
+        assert ws.page_setup.orientation == "landscape", ws.title
+        wide = ws.title in ("Bill of Materials", "Pools")  # 20 columns: two pages wide, ids on both
+        assert (ws.page_setup.fitToWidth or 1) == (2 if wide else 1) and ws.page_setup.fitToHeight == 0, ws.title
+        assert bool(ws.print_title_cols) == wide, ws.title
+        assert ws.sheet_properties.pageSetUpPr.fitToPage, ws.title
+        assert ws.print_title_rows, ws.title
+
+
 # ------------------------------------------------------------------------------------ LibreOffice (optional)
 RECALC_ON_LOAD = """<?xml version="1.0" encoding="UTF-8"?>
 <oor:items xmlns:oor="http://openoffice.org/2001/registry" xmlns:xs="http://www.w3.org/2001/XMLSchema">
@@ -387,7 +479,7 @@ RECALC_ON_LOAD = """<?xml version="1.0" encoding="UTF-8"?>
 
 
 @pytest.mark.skipif(shutil.which("soffice") is None, reason="LibreOffice (soffice) is not installed")
-def test_libreoffice_recalculates_an_edited_price(xlsx, plan, tmp_path):
+def test_libreoffice_recalculates_an_edited_price(xlsx, plan, whole_nodes, cached, tmp_path):
     edited = openpyxl.load_workbook(xlsx)  # openpyxl saves formulas without cached values: LibreOffice must compute
     ws = edited["Bill of Materials"]
     rows, total = bom_rows(ws)
@@ -406,10 +498,11 @@ def test_libreoffice_recalculates_an_edited_price(xlsx, plan, tmp_path):
     bom = result["Bill of Materials"]
     capex = plan.totals.capex_usd + plan.totals.devices_by_type[device] * 1_000
     assert bom[f"{COL['extended_price_usd']}{total}"].value == pytest.approx(capex, rel=REL)
-    assert bom[f"{COL['facility_power_kw']}{total}"].value == pytest.approx(plan.totals.power_kw, rel=REL)
+    assert bom[f"{COL['facility_power_kw']}{total}"].value == pytest.approx(whole_nodes["facility_power_kw"], rel=REL)
     tokens = sum(c.rate_rps_served * rc.output_tokens for c, rc in zip(plan.classes, plan.workload.classes))
-    expected = tco_from_totals(TcoInputs(pue=plan.workload.constraints.pue), capex, plan.totals.it_power_kw,
-                               plan.totals.cost_usd_per_hour, tokens)
+    network = cached[named(cached, "network_capex_usd")[0]][named(cached, "network_capex_usd")[1]].value
+    expected = tco_from_totals(TcoInputs(pue=plan.workload.constraints.pue), capex, whole_nodes["it_power_kw"],
+                               plan.totals.cost_usd_per_hour, tokens, network_capex_usd=network)
     sheet, coordinate = named(result, "usd_per_million_tokens")
     assert result[sheet][coordinate].value == pytest.approx(expected.usd_per_million_tokens, rel=REL)
 

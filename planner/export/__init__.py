@@ -4,7 +4,7 @@ study workbook with its frontier chart. With ``catalog.py`` and ``files.py``, th
 
 from planner.export.bom import BomLine, Tco, TcoInputs, bom_lines, output_tokens_per_s, tco_of
 from planner.export.bom_csv import BOM_CSV_COLUMNS, bom_records, write_bom_csv
-from planner.export.frontier import FRONTIER_X, FRONTIER_Y, frontier_indices
+from planner.export.mix import mix_text
 from planner.export.inputs import ExportInputError, read_plan
 from planner.export.study_workbook import (
     StudyResultsError,
@@ -16,8 +16,8 @@ from planner.export.study_workbook import (
 from planner.export.workbook import PlanBook, default_inputs, plan_book, write_plan_workbook
 
 __all__ = [
-    "BOM_CSV_COLUMNS", "FRONTIER_X", "FRONTIER_Y", "BomLine", "ExportInputError", "PlanBook", "StudyResultsError",
-    "StudyTable", "Tco", "TcoInputs", "bom_lines", "bom_records", "default_inputs", "frontier_indices",
+    "BOM_CSV_COLUMNS", "BomLine", "ExportInputError", "PlanBook", "StudyResultsError",
+    "StudyTable", "Tco", "TcoInputs", "bom_lines", "bom_records", "default_inputs", "mix_text",
     "output_tokens_per_s", "plan_book", "read_plan", "read_results", "tco_of", "write_bom_csv", "write_plan_workbook",
     "write_scenarios_csv", "write_study_workbook",
 ]

@@ -95,6 +95,11 @@ class BomLine:
         return self.tdp_w + self.node_overhead_w / self.devices_per_node
 
     @property
+    def planned_it_power_kw(self) -> float:
+        """devices x power per device / 1000: the planner's IT power (a partly filled node pays its share)."""
+        return self.devices * self.power_per_device_w / WATTS_PER_KW
+
+    @property
     def power_per_node_w(self) -> float:
         """TDP x devices per node + node overhead."""
         return self.tdp_w * self.devices_per_node + self.node_overhead_w
@@ -107,8 +112,8 @@ class BomLine:
 
     @property
     def it_power_kw(self) -> float:
-        """devices x power per device / 1000 (a partly filled node counts its share of overhead, as planned)."""
-        return self.devices * self.power_per_device_w / WATTS_PER_KW
+        """(devices x TDP + nodes x node overhead) / 1000: a partly filled node draws its whole overhead."""
+        return (self.devices * self.tdp_w + self.nodes * self.node_overhead_w) / WATTS_PER_KW
 
     def facility_power_kw(self, pue: float) -> float:
         """IT power x PUE."""
@@ -156,13 +161,14 @@ class Tco:
 
     facility kW = IT kW x PUE; energy kWh/yr = facility kW x 8760 (provisioned power all year: the fleet is
     powered whether or not the traffic comes); hosting $/yr = IT kW x $/kW-month x 12; opex = energy + hosting;
-    depreciation $/yr = capex / years; total = depreciation + opex; million tokens/yr = tokens/s x 3600 x 8760
+    depreciation $/yr = (device capex + network capex) / years; total = depreciation + opex; million tokens/yr = tokens/s x 3600 x 8760
     x utilisation / 1e6; $/M tokens = total / million tokens per year, or, at the catalog's hourly prices,
     fleet $/h / (tokens/s x 3600 x utilisation / 1e6).
     """
 
     inputs: TcoInputs
     capex_usd: float
+    network_capex_usd: float
     it_power_kw: float
     fleet_usd_per_hour: float
     output_tokens_per_s: float
@@ -179,30 +185,30 @@ class Tco:
     usd_per_million_tokens_hourly: float | None
 
 
-def tco_of(plan: Plan, lines: list[BomLine], inputs: TcoInputs) -> Tco:
-    """The TCO of a bill of materials serving the plan's output tokens."""
+def tco_of(plan: Plan, lines: list[BomLine], inputs: TcoInputs, network_capex_usd: float = 0.0) -> Tco:
+    """The TCO of a bill of materials (and its network) serving the plan's output tokens."""
     return tco_from_totals(
         inputs, capex_usd=sum(line.extended_price_usd for line in lines),
         it_power_kw=sum(line.it_power_kw for line in lines),
         fleet_usd_per_hour=sum(line.fleet_usd_per_hour for line in lines),
-        output_tokens_per_s=output_tokens_per_s(plan),
+        output_tokens_per_s=output_tokens_per_s(plan), network_capex_usd=network_capex_usd,
     )
 
 
 def tco_from_totals(inputs: TcoInputs, capex_usd: float, it_power_kw: float, fleet_usd_per_hour: float,
-                    output_tokens_per_s: float) -> Tco:
+                    output_tokens_per_s: float, network_capex_usd: float = 0.0) -> Tco:
     """The formulas of :class:`Tco`, in the order the workbook evaluates them."""
     facility_kw = it_power_kw * inputs.pue
     energy_kwh = facility_kw * HOURS_PER_YEAR
     energy_usd = energy_kwh * inputs.electricity_usd_per_kwh
     hosting_usd = it_power_kw * inputs.hosting_usd_per_kw_month * MONTHS_PER_YEAR
     opex = energy_usd + hosting_usd
-    depreciation = capex_usd / inputs.depreciation_years
+    depreciation = (capex_usd + network_capex_usd) / inputs.depreciation_years
     total = depreciation + opex
     million_per_hour = output_tokens_per_s * SECONDS_PER_HOUR * inputs.utilization / TOKENS_PER_MILLION
     million_per_year = million_per_hour * HOURS_PER_YEAR
     return Tco(
-        inputs=inputs, capex_usd=capex_usd, it_power_kw=it_power_kw, fleet_usd_per_hour=fleet_usd_per_hour,
+        inputs=inputs, capex_usd=capex_usd, network_capex_usd=network_capex_usd, it_power_kw=it_power_kw, fleet_usd_per_hour=fleet_usd_per_hour,
         output_tokens_per_s=output_tokens_per_s, facility_power_kw=facility_kw, energy_kwh_per_year=energy_kwh,
         energy_usd_per_year=energy_usd, hosting_usd_per_year=hosting_usd, opex_usd_per_year=opex,
         depreciation_usd_per_year=depreciation, total_usd_per_year=total, million_tokens_per_hour=million_per_hour,

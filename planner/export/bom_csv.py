@@ -8,17 +8,19 @@ from pathlib import Path
 from planner.export.bom import BomLine
 from planner.export.plan_sheets import bom_values
 
-#: columns in order, each named with its unit; the same quantities as the workbook's Bill of Materials.
+#: columns in order, each named with its unit; the workbook's Bill of Materials quantities, and the IT power
+#: as planned (each device its share of node overhead) next to the whole-node IT power.
 BOM_CSV_COLUMNS = (
     "vendor", "device", "name", "devices", "devices_per_node", "nodes", "rack_units", "nodes_per_rack", "racks",
     "price_usd", "extended_price_usd", "tdp_w", "node_overhead_w", "power_per_device_w", "power_per_node_w",
-    "it_power_kw", "facility_power_kw", "rack_it_kw", "price_usd_per_hour", "fleet_usd_per_hour",
+    "planned_it_power_kw", "it_power_kw", "facility_power_kw", "rack_it_kw", "price_usd_per_hour", "fleet_usd_per_hour",
 )
 
 
 def bom_records(lines: list[BomLine], pue: float) -> list[dict[str, object]]:
     """One mapping per line; a number the catalog does not know (rack units) is empty."""
-    return [{key: bom_values(line, pue)[key] for key in BOM_CSV_COLUMNS} for line in lines]
+    records = [{**bom_values(line, pue), "planned_it_power_kw": line.planned_it_power_kw} for line in lines]
+    return [{key: record[key] for key in BOM_CSV_COLUMNS} for record in records]
 
 
 def write_bom_csv(lines: list[BomLine], pue: float, path: str | Path) -> Path:

@@ -27,6 +27,17 @@ def cell(row: int, col: int, absolute: bool = False) -> str:
 
 
 
+#: points per line of wrapped 11-point text, and characters per unit of column width
+LINE_POINTS = 15
+CHARS_PER_WIDTH = 1.1
+
+
+def wrapped_height(text: str, width: float) -> float:
+    """Row height (points) that shows ``text`` wrapped in a column ``width`` characters wide."""
+    lines = max(1, math.ceil(len(text) / max(1.0, width * CHARS_PER_WIDTH)))
+    return LINE_POINTS * lines
+
+
 def write_header(ws, row: int, columns: list[Column], style) -> None:
     """Header cells, widths, and a taller row so wrapped headers read."""
     for col, column in enumerate(columns):

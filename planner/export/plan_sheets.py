@@ -6,7 +6,8 @@ from dataclasses import dataclass
 
 from planner.export.assumptions import Assumption
 from planner.export.bom import BomLine
-from planner.export.cells import Column, cell, put, write_header, write_row
+from planner.export.cells import Column, cell, put, wrapped_height, write_header, write_row
+from planner.export.mix import mix_text
 from planner.schema import Plan, Pool
 
 BOM_SHEET = "Bill of Materials"
@@ -28,11 +29,12 @@ BOM_COLUMNS = [
     Column("extended_price_usd", "Extended price ($)", 15, "usd", "formula", "={devices}*{price_usd}"),
     Column("tdp_w", "TDP (W per device)", 10, "int", "input"),
     Column("node_overhead_w", "Node overhead (W per node)", 11, "int", "input"),
-    Column("power_per_device_w", "Power per device (W, with node share)", 14, "dec1", "formula",
+    Column("power_per_device_w", "Power per device as planned (W, TDP + overhead share)", 14, "dec1", "formula",
            "={tdp_w}+{node_overhead_w}/{devices_per_node}"),
     Column("power_per_node_w", "Power per node (W)", 11, "int", "formula",
            "={tdp_w}*{devices_per_node}+{node_overhead_w}"),
-    Column("it_power_kw", "IT power (kW)", 11, "dec1", "formula", "={devices}*{power_per_device_w}/1000"),
+    Column("it_power_kw", "IT power (kW, whole nodes)", 11, "dec1", "formula",
+           "=({devices}*{tdp_w}+{nodes}*{node_overhead_w})/1000"),
     Column("facility_power_kw", "Facility power (kW, x PUE)", 12, "dec1", "formula", "={it_power_kw}*pue"),
     Column("rack_it_kw", "IT kW per full rack", 10, "dec1", "formula", "={nodes_per_rack}*{power_per_node_w}/1000"),
     Column("price_usd_per_hour", "Hourly price ($ per device-hour)", 12, "usd2", "input"),
@@ -90,8 +92,10 @@ def write_bom_sheet(ws, style, lines: list[BomLine], pue: float, title: str) -> 
     notes = [
         "Blue cells on yellow are inputs (catalog numbers and the plan's device counts): change them and every "
         "total follows.",
-        "Power per device counts its share of the node overhead, as the planner does; a partly filled node still draws "
-        "its whole overhead (Nodes x Power per node).",
+        "IT power charges every node its whole overhead (devices x TDP + nodes x node overhead): a partly filled "
+        "node draws all of it.",
+        "The planner charged each device its share (Power per device as planned): IT power here can exceed the "
+        "plan's by up to one node's overhead per device type.",
         "Racks count space only (rack units per rack is an input on the TCO sheet); compare IT kW per full rack with "
         "what the facility can feed and cool per rack.",
     ]
@@ -126,7 +130,7 @@ POOL_TOTALS = ("replicas", "devices", "power_kw", "cost_usd_per_hour", "capex_us
 
 def pool_values(pool: Pool) -> dict[str, object]:
     partner = f"{pool.partner_role} {pool.partner_device} x{pool.partner_tp}" if pool.partner_device else ""
-    by_type = ", ".join(f"{device} {count}" for device, count in sorted(pool.devices_by_type.items()))
+    by_type = mix_text(pool.devices_by_type)
     values = {column.key: getattr(pool, column.key, None) for column in POOL_COLUMNS}
     return {**values, "class": pool.class_name, "partner": partner, "devices_by_type": by_type}
 
@@ -157,7 +161,7 @@ ASSUMPTION_COLUMNS = [
     Column("value", "Value", 12, "dec3"),
     Column("unit", "Unit", 10),
     Column("estimate", "Estimate", 9),
-    Column("source", "Source", 140),
+    Column("source", "Source", 90),
 ]
 
 
@@ -173,5 +177,6 @@ def write_assumptions_sheet(ws, style, rows: list[Assumption]) -> None:
         ws.write_number(row, 2, a.value, style(role, number))
         ws.write_string(row, 3, a.unit, style(role))
         ws.write_string(row, 4, "yes" if a.estimate else "no", style(role))
-        ws.write_string(row, 5, a.source, style(role))
+        ws.write_string(row, 5, a.source, style(role + "_wrap"))
+        ws.set_row(row, wrapped_height(a.source, ASSUMPTION_COLUMNS[5].width))
     ws.autofilter(0, 0, max(len(rows), 1), len(ASSUMPTION_COLUMNS) - 1)

@@ -22,19 +22,23 @@ NUMBER_FORMATS = {
 }
 
 ROLES: dict[str, dict[str, Any]] = {
-    "value": {},
-    "formula": {},
-    "input": {"font_color": "#1F4E9E", "bg_color": "#FFF2CC", "border": 1, "border_color": "#BFBFBF"},
+    "value": {"valign": "top"},
+    "formula": {"valign": "top"},
+    "input": {"font_color": "#1F4E9E", "bg_color": "#FFF2CC", "border": 1, "border_color": "#BFBFBF", "valign": "top"},
     "total": {"bold": True, "bg_color": "#E7E6E6", "top": 1},
     "header": {"bold": True, "font_color": "#FFFFFF", "bg_color": "#1F4E79", "text_wrap": True, "valign": "top",
                "border": 1, "border_color": "#BFBFBF"},
     "title": {"bold": True, "font_size": 14},
     "section": {"bold": True, "font_size": 11, "bottom": 1},
-    "label": {"bold": True},
+    "label": {"bold": True, "valign": "top"},
+    "label_wrap": {"bold": True, "valign": "top", "text_wrap": True},
     "note": {"italic": True, "font_color": "#595959"},
     "headline": {"bold": True, "font_size": 13, "bg_color": "#E2EFDA", "border": 1},
-    "estimate": {"font_color": "#C65911"},
+    "estimate": {"font_color": "#C65911", "valign": "top"},
     "warning": {"bold": True, "font_color": "#C00000"},
+    "value_wrap": {"text_wrap": True, "valign": "top"},
+    "estimate_wrap": {"font_color": "#C65911", "text_wrap": True, "valign": "top"},
+    "note_wrap": {"italic": True, "font_color": "#595959", "text_wrap": True, "valign": "top"},
 }
 
 

@@ -1,4 +1,4 @@
-"""The procurement workbook of a plan: Summary, Bill of Materials, Pools, TCO, Assumptions.
+"""The procurement workbook of a plan: Summary, Bill of Materials, Network, Pools, TCO, TCO by year, Assumptions.
 
 Every derived number is a live formula over the cells (unit prices, device counts, the TCO inputs) and is
 written with the value computed in :mod:`planner.export.bom` as its cached result, so readers that do not
@@ -27,7 +27,10 @@ from planner.export.bom import (
     plan_devices,
     tco_of,
 )
-from planner.export.cells import cell, put
+from planner.export.cells import cell, put, wrapped_height
+from planner.export.cost_sheets import LIFETIME_SHEET, NETWORK_SHEET, write_lifetime_sheet, write_network_sheet
+from planner.export.lifetime import Lifetime, LifetimeInputs, lifetime_of
+from planner.export.network import Fabric, NetworkInputs, Transfer, fabric_of, read_network_inputs, transfers
 from planner.export.plan_sheets import (
     ASSUMPTIONS_SHEET,
     BOM_SHEET,
@@ -42,15 +45,29 @@ from planner.schema import Plan
 
 SUMMARY_SHEET = "Summary"
 TCO_SHEET = "TCO"
-SHEETS = (SUMMARY_SHEET, BOM_SHEET, POOLS_SHEET, TCO_SHEET, ASSUMPTIONS_SHEET)
+SHEETS = (SUMMARY_SHEET, BOM_SHEET, NETWORK_SHEET, POOLS_SHEET, TCO_SHEET, LIFETIME_SHEET, ASSUMPTIONS_SHEET)
+#: per sheet: the last row repeated at the top of every printed page, pages wide, the last column repeated at
+#: the left of every page (the wide tables print two pages wide at a legible size, their ids on both)
+PRINT = {SUMMARY_SHEET: (0, 1, None), BOM_SHEET: (1, 2, 1), NETWORK_SHEET: (0, 1, None), POOLS_SHEET: (0, 2, 0),
+         TCO_SHEET: (1, 1, None), LIFETIME_SHEET: (0, 1, None), ASSUMPTIONS_SHEET: (0, 1, None)}
 
 
 @dataclass(frozen=True)
 class PlanBook:
-    """What a plan workbook computes: its lines and TCO (the cached values of the formula cells)."""
+    """What a plan workbook computes: its lines, network, TCO and years (the cached values of the formulas)."""
 
     lines: list[BomLine]
     tco: Tco
+    transfers: list[Transfer]
+    network: NetworkInputs
+    fabric: Fabric
+    lifetime_inputs: LifetimeInputs
+    lifetime: Lifetime
+
+    @property
+    def planned_it_power_kw(self) -> float:
+        """IT power as the planner charged it (each device its share of node overhead)."""
+        return sum(line.planned_it_power_kw for line in self.lines)
 
 
 def default_inputs(plan: Plan) -> TcoInputs:
@@ -58,11 +75,20 @@ def default_inputs(plan: Plan) -> TcoInputs:
     return TcoInputs(pue=plan.workload.constraints.pue)
 
 
-def plan_book(plan: Plan, catalog: Catalog, inputs: TcoInputs | None = None) -> PlanBook:
-    """Bill of materials and TCO of a plan (pure: what the workbook's formulas evaluate to)."""
+def plan_book(plan: Plan, catalog: Catalog, inputs: TcoInputs | None = None, network: NetworkInputs | None = None,
+              lifetime_inputs: LifetimeInputs | None = None) -> PlanBook:
+    """Bill of materials, network, TCO and years of a plan (what the workbook's formulas evaluate to);
+    the network prices default to the catalog's ``prices/networking.yaml``."""
     inputs = inputs or default_inputs(plan)
+    network = network or read_network_inputs()
+    lifetime_inputs = lifetime_inputs or LifetimeInputs()
     lines = bom_lines(plan, catalog, inputs.rack_units_per_rack)
-    return PlanBook(lines, tco_of(plan, lines, inputs))
+    items = transfers(plan)
+    fabric = fabric_of(items, network)
+    tco = tco_of(plan, lines, inputs, fabric.capex_usd)
+    life = lifetime_of(lifetime_inputs, tco.capex_usd + fabric.capex_usd, tco.opex_usd_per_year,
+                       tco.million_tokens_per_year, inputs.depreciation_years)
+    return PlanBook(lines, tco, items, network, fabric, lifetime_inputs, life)
 
 
 def write_plan_workbook(plan: Plan, catalog: Catalog, path: str | Path, inputs: TcoInputs | None = None,
@@ -78,17 +104,30 @@ def write_plan_workbook(plan: Plan, catalog: Catalog, path: str | Path, inputs: 
     for key, name in (("extended_price_usd", "capex_usd"), ("it_power_kw", "it_power_kw"),
                       ("facility_power_kw", "facility_power_kw"), ("fleet_usd_per_hour", "fleet_usd_per_hour")):
         workbook.define_name(name, f"='{BOM_SHEET}'!{totals.refs[key]}")
+    write_network_sheet(workbook, sheets[NETWORK_SHEET], style, book.transfers, book.network, book.fabric)
     write_pools_sheet(sheets[POOLS_SHEET], style, plan)
     _write_tco_sheet(workbook, sheets[TCO_SHEET], style, book.tco)
+    write_lifetime_sheet(workbook, sheets[LIFETIME_SHEET], style, book.lifetime, book.lifetime_inputs)
     _write_summary_sheet(workbook, sheets[SUMMARY_SHEET], style, plan, book, totals, source)
     write_assumptions_sheet(sheets[ASSUMPTIONS_SHEET], style, assumptions)
-    for ws in sheets.values():
-        ws.set_landscape()
-        ws.fit_to_pages(1, 0)  # print a sheet one page wide
+    for name, ws in sheets.items():
+        print_setup(ws, *PRINT[name])
     workbook.set_properties({"title": f"siliconmix plan: {plan.model}", "subject": "procurement workbook",
                              "comments": "Formulas carry cached values computed by siliconmix."})
     workbook.close()
     return book
+
+
+def print_setup(ws, header_row: int, pages_wide: int = 1, id_column: int | None = None) -> None:
+    """Landscape A4, ``pages_wide`` pages wide, header rows (and id columns) repeated on every page."""
+    ws.set_landscape()
+    ws.set_paper(9)
+    ws.fit_to_pages(pages_wide, 0)
+    ws.repeat_rows(0, header_row)
+    if id_column is not None:
+        ws.repeat_columns(0, id_column)
+    ws.set_margins(left=0.4, right=0.4, top=0.5, bottom=0.5)
+    ws.set_footer("&L&A&RPage &P of &N")
 
 
 # ------------------------------------------------------------------------------------------------- TCO
@@ -111,8 +150,9 @@ TCO_INPUTS = (
 
 # name, label, unit, number format, formula (over defined names and rows above), meaning
 TCO_ROWS = (
-    ("capex", "Capex", "$", "usd", "=capex_usd", "sum of extended prices (Bill of Materials)"),
-    ("it_kw", "IT power", "kW", "dec1", "=it_power_kw", "devices x (TDP + node overhead share)"),
+    ("capex", "Capex (devices + network)", "$", "usd", "=capex_usd+network_capex_usd",
+     "sum of extended prices (Bill of Materials) + network capex (Network)"),
+    ("it_kw", "IT power", "kW", "dec1", "=it_power_kw", "devices x TDP + whole nodes x node overhead"),
     ("facility_kw", "Facility power", "kW", "dec1", "=it_power_kw*pue", "IT power x PUE"),
     ("energy_kwh", "Energy per year", "kWh/year", "int", "={facility_kw}*8760",
      "facility power x 8,760 h: provisioned power all year"),
@@ -121,7 +161,7 @@ TCO_ROWS = (
     ("hosting_usd", "Hosting per year", "$/year", "usd", "=it_power_kw*hosting_usd_per_kw_month*12",
      "IT power x hosting price x 12 months"),
     ("opex", "Opex per year", "$/year", "usd", "={energy_usd}+{hosting_usd}", "energy + hosting"),
-    ("depreciation", "Depreciation per year", "$/year", "usd", "=capex_usd/depreciation_years",
+    ("depreciation", "Depreciation per year", "$/year", "usd", "={capex}/depreciation_years",
      "capex / depreciation period (straight line)"),
     ("total", "Total cost per year", "$/year", "usd", "={depreciation}+{opex}", "depreciation + opex"),
     ("tokens_per_s", "Output tokens per second", "tokens/s", "int", "=output_tokens_per_s",
@@ -137,12 +177,13 @@ TCO_ROWS = (
      "={fleet_hourly}/{mtok_hour}", "fleet $/h / million tokens per hour"),
 )
 TCO_NAMED = {"total": "total_usd_per_year", "usd_per_mtok": "usd_per_million_tokens",
-             "usd_per_mtok_hourly": "usd_per_million_tokens_hourly", "opex": "opex_usd_per_year"}
+             "usd_per_mtok_hourly": "usd_per_million_tokens_hourly", "opex": "opex_usd_per_year",
+             "mtok_year": "million_tokens_per_year"}
 
 
 def tco_values(tco: Tco) -> dict[str, float | None]:
     return {
-        "capex": tco.capex_usd, "it_kw": tco.it_power_kw, "facility_kw": tco.facility_power_kw,
+        "capex": tco.capex_usd + tco.network_capex_usd, "it_kw": tco.it_power_kw, "facility_kw": tco.facility_power_kw,
         "energy_kwh": tco.energy_kwh_per_year, "energy_usd": tco.energy_usd_per_year,
         "hosting_usd": tco.hosting_usd_per_year, "opex": tco.opex_usd_per_year,
         "depreciation": tco.depreciation_usd_per_year, "total": tco.total_usd_per_year,
@@ -154,7 +195,7 @@ def tco_values(tco: Tco) -> dict[str, float | None]:
 
 def _write_tco_sheet(workbook, ws, style, tco: Tco) -> None:
     ws.write_string(0, 0, "Total cost of ownership", style("title"))
-    for col, (header, width) in enumerate((("Input", 44), ("Value", 16), ("Unit", 24), ("Source or formula", 110))):
+    for col, (header, width) in enumerate((("Input", 44), ("Value", 16), ("Unit", 24), ("Source or formula", 80))):
         ws.write_string(1, col, header, style("header"))
         ws.set_column(col, col, width)
     ws.freeze_panes(2, 0)
@@ -164,7 +205,8 @@ def _write_tco_sheet(workbook, ws, style, tco: Tco) -> None:
         ws.write_number(row, 1, getattr(tco.inputs, name), style("input", number))
         ws.data_validation(row, 1, row, 1, {**validation, "error_message": f"{label}: {unit}"})
         ws.write_string(row, 2, unit)
-        ws.write_string(row, 3, source, style("note"))
+        ws.write_string(row, 3, source, style("note_wrap"))
+        ws.set_row(row, wrapped_height(source, 80))
         workbook.define_name(name, f"='{TCO_SHEET}'!{cell(row, 1, absolute=True)}")
         row += 1
     row += 1
@@ -209,7 +251,23 @@ def _write_summary_sheet(workbook, ws, style, plan: Plan, book: PlanBook, totals
         ws.write_string(row, 0, "The catalog changed since this plan was solved: the workbook prices the current "
                                 "catalog, the 'As planned' column shows the plan's own totals.", style("warning"))
         row += 1
+    row = _write_power_notes(ws, style, plan, book, row)
     _write_classes(workbook, ws, style, plan, row + 1)
+
+
+def _write_power_notes(ws, style, plan: Plan, book: PlanBook, row: int) -> int:
+    """Say when whole nodes draw more than the planner charged, and when that breaks the power budget."""
+    extra_kw = book.tco.it_power_kw - book.planned_it_power_kw
+    if extra_kw > 1e-9:
+        ws.write_string(row, 0, f"Partly filled nodes draw their whole overhead: {extra_kw:,.1f} kW more IT power than "
+                                "the plan charged (it shared node overhead per device).", style("note"))
+        row += 1
+    budget = plan.workload.constraints.power_budget_kw
+    if book.tco.facility_power_kw > budget * (1 + 1e-9):
+        ws.write_string(row, 0, f"With whole nodes the facility power ({book.tco.facility_power_kw:,.1f} kW) exceeds "
+                                f"the power budget ({budget:,.1f} kW).", style("warning"))
+        row += 1
+    return row
 
 
 def _write_facts(ws, style, plan: Plan, source: str, row: int) -> int:
@@ -308,6 +366,7 @@ def _write_totals(ws, style, plan: Plan, book: PlanBook, totals: BomTotals, row:
         ("Racks (by space, where the catalog knows rack units)", totals.values["racks"],
          f"={bom}{totals.refs['racks']}", None, "int"),
         ("Capex ($)", tco.capex_usd, "=capex_usd", t.capex_usd, "usd"),
+        ("Network capex ($, between pools)", tco.network_capex_usd, "=network_capex_usd", None, "usd"),
         ("IT power (kW)", tco.it_power_kw, "=it_power_kw", t.it_power_kw, "dec1"),
         ("Facility power (kW)", totals.values["facility_power_kw"], "=facility_power_kw", t.power_kw, "dec1"),
         ("Fleet at hourly prices ($/h)", tco.fleet_usd_per_hour, "=fleet_usd_per_hour", t.cost_usd_per_hour, "usd2"),
@@ -323,7 +382,7 @@ def _write_totals(ws, style, plan: Plan, book: PlanBook, totals: BomTotals, row:
 
 def catalog_matches_plan(plan: Plan, book: PlanBook, rel: float = 1e-6) -> bool:
     """True when today's catalog prices and powers the plan as it was solved."""
-    pairs = ((book.tco.capex_usd, plan.totals.capex_usd), (book.tco.it_power_kw, plan.totals.it_power_kw),
+    pairs = ((book.tco.capex_usd, plan.totals.capex_usd), (book.planned_it_power_kw, plan.totals.it_power_kw),
              (book.tco.fleet_usd_per_hour, plan.totals.cost_usd_per_hour))
     return all(abs(a - b) <= rel * max(abs(b), 1.0) for a, b in pairs)
 

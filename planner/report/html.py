@@ -8,7 +8,9 @@ import html
 import math
 from collections import Counter
 
-from planner.report.charts import title
+from planner.export.mix import mix_text
+from planner.pareto import OK_STATUSES, meets_demand
+from planner.report.charts import Chart, title
 from planner.study import RESULT_COLUMNS, StudySpec
 
 STYLE = """
@@ -17,6 +19,7 @@ h1{margin-bottom:.2em} h2{margin-top:1.6em;border-bottom:1px solid #ddd}
 table{border-collapse:collapse;font-size:12px;margin:.5em 0} th,td{border:1px solid #ddd;padding:3px 6px}
 th{background:#f4f4f4;position:sticky;top:0} td.n{text-align:right;font-variant-numeric:tabular-nums}
 .scroll{max-height:520px;overflow:auto} img{max-width:100%} .muted{color:#777}
+figcaption{font-size:13px;color:#444;margin:.3em 0 1em} figure{margin:0}
 """
 #: at most this many rows of the full results table go into the page (results.csv has them all)
 MAX_ROWS = 2000
@@ -47,8 +50,25 @@ def table(rows: list[dict], columns: list[str], headers: list[str] | None = None
     return f'<div class="scroll"><table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>'
 
 
+def figure(chart: Chart | None, alt: str) -> str:
+    """The chart with its notes (log or clipped axes, hidden fleets) as the caption."""
+    if chart is None:
+        return ""
+    caption = "".join(f"<li>{html.escape(n)}</li>" for n in chart.notes)
+    caption = f"<figcaption><ul>{caption}</ul></figcaption>" if caption else ""
+    return f"<figure>{image_tag(chart.png, alt)}{caption}</figure>"
+
+
+def frontier_rows(points: list[dict], rows: list[dict]) -> list[dict]:
+    """Frontier points with the scenario's TPOT, goodput and fleet mix (as text) beside them."""
+    by_name = {r["scenario"]: r for r in rows}
+    return [{**p, "tpot_ms": by_name[p["scenario"]].get("tpot_ms"),
+             "goodput_scale": by_name[p["scenario"]].get("goodput_scale"),
+             "mix": mix_text(by_name[p["scenario"]].get("devices_by_type"))} for p in points]
+
+
 def render(spec: StudySpec, rows: list[dict], frontiers: dict[str, list[dict]], comparison: list[dict],
-           charts: dict[str, bytes]) -> str:
+           charts: dict[str, Chart]) -> str:
     """The whole report page; ``charts`` holds a PNG per frontier label and ``fleets`` for the comparison."""
     axes = [c for c in (rows[0] if rows else {}) if c.startswith("axis.")]
     counts = Counter(r["status"] for r in rows)
@@ -60,25 +80,31 @@ def render(spec: StudySpec, rows: list[dict], frontiers: dict[str, list[dict]], 
         f"objective {html.escape(spec.objective or spec.base.get('objective', 'max_goodput'))}; "
         f"solver {html.escape(spec.options.solver)}, baseline {'on' if spec.options.baseline else 'off'}.</p>",
     ]
+    solved = [r for r in rows if r["status"] in OK_STATUSES]
+    meeting = sum(meets_demand(r) for r in solved)
     for f in spec.pareto:
         points = frontiers.get(f.label, [])
         per = f" per {html.escape(f.by)}" if f.by else ""
         parts.append(f"<h2>Pareto frontier: {html.escape(f.label)}</h2>")
-        parts.append(image_tag(charts[f.label], f.label) if f.label in charts else "")
-        parts.append(f"<p>{len(points)} non-dominated scenarios{per} ({html.escape(title(f.x))}: {f.senses[0]}, "
-                     f"{html.escape(title(f.y))}: {f.senses[1]}).</p>")
-        parts.append(table(points, ["series", "scenario", "x", "y"], ["series", "scenario", title(f.x), title(f.y)]))
+        parts.append(figure(charts.get(f.label), f.label))
+        parts.append(f"<p>{len(points)} non-dominated scenarios{per} among the {meeting} that meet demand "
+                     f"({html.escape(title(f.x))}: {f.senses[0]}, {html.escape(title(f.y))}: {f.senses[1]}); "
+                     f"{len(solved) - meeting} solved scenarios serve less than demand (goodput scale &lt; 1) and are "
+                     "on no frontier.</p>")
+        parts.append(table(frontier_rows(points, rows),
+                           ["series", "scenario", "x", "y", "tpot_ms", "goodput_scale", "mix"],
+                           ["series", "scenario", title(f.x), title(f.y), "TPOT (ms)", "goodput scale", "fleet mix"]))
     if spec.compare is not None:
         metric = spec.compare.metric
         parts.append(f"<h2>Multi-device fleets vs the best single-device fleet ({html.escape(title(metric))})</h2>")
-        parts.append(image_tag(charts["fleets"], "fleets") if "fleets" in charts else "")
+        parts.append(figure(charts.get("fleets"), "fleets"))
         cols = ["group", spec.compare.axis, metric, "best_single", f"best_single_{metric}", "gain"]
         parts.append(table(comparison, cols))
     failed = [r for r in rows if r["status"] in ("infeasible", "error")]
     if failed:
         parts.append(f"<h2>Infeasible or failed scenarios ({len(failed)})</h2>")
         parts.append(table(failed, ["scenario", "status", "reason"]))
-    shown = rows[:MAX_ROWS]
+    shown = [{**r, "devices_by_type": mix_text(r.get("devices_by_type"))} for r in rows[:MAX_ROWS]]
     parts.append(f"<h2>All scenarios</h2><p class=muted>{len(shown)} of {len(rows)} rows (results.csv has all).</p>")
     parts.append(table(shown, ["scenario", *axes, *[c for c in RESULT_COLUMNS if c != "reason"]]))
     return (f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(spec.name)} - siliconmix study"

@@ -1,14 +1,12 @@
-"""Bill-of-materials lines, TCO, frontier and assumption rows, checked against hand-computed cases."""
+"""Bill-of-materials lines, TCO and assumption rows, checked against hand-computed cases."""
 
 from __future__ import annotations
-
-import math
 
 import pytest
 
 from planner.export.assumptions import device_assumptions, model_assumptions, unit_of
 from planner.export.bom import BomLine, TcoInputs, tco_from_totals
-from planner.export.frontier import frontier_indices, is_plottable, parse_value
+from planner.export.frontier import parse_value
 from planner.export.study_workbook import number_format
 
 
@@ -27,10 +25,20 @@ def test_bom_line_by_hand():
     assert line.extended_price_usd == 275_000.0
     assert line.power_per_device_w == 700 + 4_600 / 8 == 1_275.0
     assert line.power_per_node_w == 8 * 700 + 4_600 == 10_200.0
-    assert line.it_power_kw == pytest.approx(10 * 1.275)
-    assert line.facility_power_kw(1.2) == pytest.approx(12.75 * 1.2)
+    assert line.planned_it_power_kw == pytest.approx(10 * 1.275)  # the planner's share of overhead per device
+    assert line.it_power_kw == pytest.approx((10 * 700 + 2 * 4_600) / 1000) == 16.2  # two whole nodes
+    assert line.facility_power_kw(1.2) == pytest.approx(16.2 * 1.2)
     assert line.rack_it_kw == pytest.approx(5 * 10.2)
     assert line.fleet_usd_per_hour == pytest.approx(16.9)
+
+
+def test_a_partly_filled_node_draws_its_whole_overhead():
+    """9 devices on 8-per-node = 2 nodes: 9 x 700 W + 2 x 4,600 W = 15.5 kW (the share model said 11.475)."""
+    line = dgx_line(devices=9)
+    assert line.nodes == 2
+    assert line.it_power_kw == pytest.approx(15.5)
+    assert line.planned_it_power_kw == pytest.approx(9 * (700 + 4_600 / 8) / 1000) == pytest.approx(11.475)
+    assert dgx_line(devices=16).it_power_kw == pytest.approx(dgx_line(devices=16).planned_it_power_kw)  # full nodes
 
 
 def test_racks_follow_rack_space_and_are_unknown_without_rack_units():
@@ -46,14 +54,14 @@ def test_tco_by_hand():
     """capex $1.2M, 100 kW IT, PUE 1.5, $0.10/kWh, 4 years, $150/kW-month, $80/h, 10,000 tokens/s at 50 %."""
     inputs = TcoInputs(pue=1.5, electricity_usd_per_kwh=0.10, depreciation_years=4, utilization=0.5,
                        hosting_usd_per_kw_month=150)
-    tco = tco_from_totals(inputs, capex_usd=1_200_000.0, it_power_kw=100.0, fleet_usd_per_hour=80.0,
-                          output_tokens_per_s=10_000.0)
+    tco = tco_from_totals(inputs, capex_usd=1_000_000.0, it_power_kw=100.0, fleet_usd_per_hour=80.0,
+                          output_tokens_per_s=10_000.0, network_capex_usd=200_000.0)
     assert tco.facility_power_kw == pytest.approx(150.0)
     assert tco.energy_kwh_per_year == pytest.approx(150 * 8760)
     assert tco.energy_usd_per_year == pytest.approx(131_400.0)
     assert tco.hosting_usd_per_year == pytest.approx(100 * 150 * 12)
     assert tco.opex_usd_per_year == pytest.approx(131_400 + 180_000)
-    assert tco.depreciation_usd_per_year == pytest.approx(300_000.0)
+    assert tco.depreciation_usd_per_year == pytest.approx(300_000.0)  # ($1.0M devices + $0.2M network) / 4
     assert tco.total_usd_per_year == pytest.approx(611_400.0)
     assert tco.million_tokens_per_hour == pytest.approx(18.0)  # 10,000 x 3,600 x 0.5 / 1e6
     assert tco.million_tokens_per_year == pytest.approx(18 * 8760)
@@ -93,29 +101,6 @@ def test_every_provenance_entry_becomes_a_row_with_the_catalog_value(catalog):
     model = catalog.model("llama-3.3-70b")
     model_rows = {row.field: row for row in model_assumptions(model)}
     assert model_rows["layers"].value == model.layers and model_rows["layers"].source == model.source
-
-
-def test_frontier_keeps_non_dominated_points_by_ascending_x():
-    rows = [
-        {"status": "optimal", "output_tokens_per_s_per_user": 10, "tokens_per_s_per_mw": 100},  # 0 front
-        {"status": "optimal", "output_tokens_per_s_per_user": 20, "tokens_per_s_per_mw": 80},  # 1 front
-        {"status": "optimal", "output_tokens_per_s_per_user": 15, "tokens_per_s_per_mw": 70},  # 2 dominated by 1
-        {"status": "optimal", "output_tokens_per_s_per_user": 20, "tokens_per_s_per_mw": 60},  # 3 same x, lower y
-        {"status": "optimal", "output_tokens_per_s_per_user": 30, "tokens_per_s_per_mw": 10},  # 4 front
-        {"status": "infeasible", "output_tokens_per_s_per_user": 99, "tokens_per_s_per_mw": 999},  # 5 failed
-        {"status": "optimal", "output_tokens_per_s_per_user": None, "tokens_per_s_per_mw": 500},  # 6 no x
-        {"status": "optimal", "output_tokens_per_s_per_user": 5, "tokens_per_s_per_mw": 100},  # 7 dominated by 0
-        {"status": "optimal", "output_tokens_per_s_per_user": 30, "tokens_per_s_per_mw": 10},  # 8 ties 4: stays
-    ]
-    assert frontier_indices(rows) == [0, 1, 4, 8]
-    assert not is_plottable(rows[5]) and not is_plottable(rows[6])
-    assert not is_plottable({"status": "optimal", "output_tokens_per_s_per_user": math.nan, "tokens_per_s_per_mw": 1})
-
-
-def test_frontier_of_nothing_is_empty():
-    assert frontier_indices([]) == []
-    failed = {"status": "infeasible", "output_tokens_per_s_per_user": 0, "tokens_per_s_per_mw": 0}
-    assert frontier_indices([failed]) == []
 
 
 def test_csv_fields_parse_to_numbers_except_text_columns():

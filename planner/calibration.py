@@ -116,6 +116,11 @@ def replica_devices(m: Measurement, costs: RooflineModel) -> int:
     return counts[0] if counts else m.devices
 
 
+def expert_groups(m: Measurement, model) -> int:
+    """Expert-parallel groups of a record: its stated ``ep`` on a MoE model, else 1 (experts under TP)."""
+    return m.ep if m.ep and model.moe_layers else 1
+
+
 def predict(m: Measurement, costs: RooflineModel, variants: list[Device] | None = None) -> np.ndarray:
     """The model's value of ``m.metric`` for ``m``, one entry per device variant (default: the catalog device)."""
     devices = variants or [costs.catalog.device(m.device)]
@@ -131,7 +136,7 @@ def predict(m: Measurement, costs: RooflineModel, variants: list[Device] | None 
     else:
         batches = BATCHES
     spec = GridSpec(tp=(n,), batch=batches, input_tokens=(isl,), output_tokens=max(int(round(osl)), 1),
-                    steady_state=m.regime != "single_user")
+                    steady_state=m.regime != "single_user", ep=expert_groups(m, model))
     grid = costs.grid(model, silicon, spec)
     tpot_s = grid.tpot_s.reshape(len(devices), -1)
     ttft_s = np.broadcast_to(grid.ttft_s, grid.tpot_s.shape).reshape(len(devices), -1)
@@ -164,7 +169,7 @@ def chosen_batch(m: Measurement, costs: RooflineModel) -> int:
         return max(1, int(round(m.concurrency * n / m.devices)))
     model = costs.profile(m.model, m.weights_dtype, m.kv_dtype)
     spec = GridSpec(tp=(n,), batch=BATCHES, input_tokens=(int(m.isl),), output_tokens=max(int(round(m.osl)), 1),
-                    steady_state=True)
+                    steady_state=True, ep=expert_groups(m, model))
     grid = costs.grid(model, costs.silicon(m.device, m.weights_dtype), spec)
     rate = np.where(grid.fits, grid.output_tokens_per_s, -1.0).reshape(-1)
     return int(BATCHES[int(np.argmax(rate))])

@@ -111,6 +111,7 @@ def estimate_command(
     model: str = typer.Option(..., help="model id (siliconmix catalog models)"),
     device: str = typer.Option(..., help="device id (siliconmix catalog hardware)"),
     tp: int = typer.Option(1, help="devices per replica (tensor parallel; chips of a pipeline on SRAM machines)"),
+    ep: int = typer.Option(1, help="MoE: expert-parallel groups, each an attention replica of tp/ep devices"),
     batch: int = typer.Option(1, help="concurrent sequences in a decode step"),
     isl: int = typer.Option(2048, help="input (prompt) tokens"),
     osl: int = typer.Option(256, help="output tokens"),
@@ -123,7 +124,7 @@ def estimate_command(
     catalog = catalog_or_fail()
     try:
         request = EstimateRequest(
-            model=model, device=device, tp=tp, batch=batch, isl=isl, osl=osl,
+            model=model, device=device, tp=tp, ep=ep, batch=batch, isl=isl, osl=osl,
             dtype=dtype, kv_dtype=kv_dtype, paged_kv=not contiguous_kv,
         )
         result = estimate(request, catalog, require_fit=True)

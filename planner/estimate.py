@@ -22,13 +22,15 @@ def estimate(request: EstimateRequest, catalog: Catalog, require_fit: bool = Fal
     """Price ``request``. With ``require_fit``, raise DoesNotFit instead of returning ``fits=False``."""
     costs = RooflineModel(catalog)
     arch = catalog.model(request.model)
+    if request.ep > 1 and arch.moe is None:
+        raise DoesNotFit(f"ep {request.ep}: expert parallelism needs a mixture-of-experts model; {arch.id} is dense")
     kv_dtype = request.kv_dtype or default_kv_dtype(request.dtype)
     model = costs.profile(request.model, request.dtype, kv_dtype)
     silicon = costs.silicon(request.device, request.dtype)
     spec = GridSpec(
         tp=(request.tp,), batch=(request.batch,), input_tokens=(request.isl,), output_tokens=request.osl,
         paged_kv=request.paged_kv, reserved_context_tokens=arch.max_context_tokens, static_batch_prefill=True,
-        steady_state=True,
+        steady_state=True, ep=request.ep if arch.moe is not None else 1,
     )
     grid = costs.grid(model, silicon, spec)
 

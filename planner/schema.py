@@ -304,10 +304,17 @@ class EstimateRequest(Frozen):
     dtype: WeightsDtype = "bf16"
     kv_dtype: WeightsDtype | None = None
     tp: Annotated[int, Field(ge=1, le=4096)] = 1
+    ep: Annotated[int, Field(ge=1, le=4096)] = 1  # expert-parallel groups (data-parallel attention), divides tp
     batch: Annotated[int, Field(ge=1, le=65536)] = 1
     isl: Annotated[int, Field(ge=1, le=10_000_000)] = 2048
     osl: Annotated[int, Field(ge=1, le=1_000_000)] = 256
     paged_kv: bool = True
+
+    @model_validator(mode="after")
+    def _ep_divides_tp(self) -> EstimateRequest:
+        if self.tp % self.ep:
+            raise ValueError(f"ep: {self.ep} must divide tp {self.tp} (ep attention replicas of tp/ep devices each)")
+        return self
 
 
 Bound = Literal["compute", "memory", "communication", "overhead"]

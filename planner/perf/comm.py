@@ -70,6 +70,18 @@ def dataflow_exchange_s(layers: int, tokens, hidden_size: int, devices, link_byt
     return np.where(t > 1, layers * (hop_latency_s + message / link_bytes_s), 0.0)
 
 
+def expert_all_to_all_s(moe_layers: int, tokens_per_group, experts_active: int, hidden_size: int, groups: int,
+                        bus_bytes_s, call_latency_s):
+    """Per pass under expert parallelism: a dispatch and a combine all-to-all per MoE layer.
+
+    Each of ``G`` groups sends its ``T/G`` tokens to ``k`` experts, ``(G−1)/G`` of them elsewhere:
+    ``2 · L_moe · (α + (T/G) · k · d · 2 B · (G−1)/G / bw)``.
+    """
+    g = float(groups)
+    message = np.asarray(tokens_per_group, dtype=float) * experts_active * hidden_size * ACTIVATION_BYTES * (g - 1.0) / g
+    return 2.0 * moe_layers * (call_latency_s + message / bus_bytes_s) if g > 1 else np.zeros_like(message)
+
+
 def transfer_s(message_bytes, link_bytes_s, latency_s):
     """Point-to-point transfer: ``α + m / bw``."""
     return latency_s + np.asarray(message_bytes, dtype=float) / link_bytes_s

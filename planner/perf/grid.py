@@ -28,6 +28,7 @@ class GridSpec:
     reserved_context_tokens: int | None = None
     static_batch_prefill: bool = False  # TTFT of the whole batch's prompts prefilled together
     steady_state: bool = False  # decode steps carry the prompts of requests that replace finished ones
+    ep: int = 1  # expert-parallel groups, each an attention replica of tp/ep devices (roofline._pass)
 
 
 @dataclass(frozen=True)
@@ -73,19 +74,19 @@ def evaluate_grid(model: ModelProfile, hardware: HardwareArrays, spec: GridSpec)
         # a closed loop at concurrency b: each step carries b·isl/osl prefill tokens on average, of
         # which (b−1)·isl/osl belong to the other requests a decoding request shares its steps with
         per_request = isl / spec.output_tokens
-        decode = decode_step(model, hw, n, b, context, prefill_tokens=(b - 1.0) * per_request)
-        serving = decode_step(model, hw, n, b, context, prefill_tokens=b * per_request)
+        decode = decode_step(model, hw, n, b, context, prefill_tokens=(b - 1.0) * per_request, ep=spec.ep)
+        serving = decode_step(model, hw, n, b, context, prefill_tokens=b * per_request, ep=spec.ep)
     else:
-        decode = serving = decode_step(model, hw, n, b, context)
-    prefill = prefill_pass(model, hw, n, isl, prompts=b) if spec.static_batch_prefill else prefill_pass(model, hw, n, isl)
+        decode = serving = decode_step(model, hw, n, b, context, ep=spec.ep)
+    prefill = prefill_pass(model, hw, n, isl, prompts=b if spec.static_batch_prefill else 1.0, ep=spec.ep)
 
     if spec.paged_kv:
         held_tokens = memory.paged_kv_tokens(isl, spec.output_tokens)
     else:
         reserved = spec.reserved_context_tokens or int(max(spec.input_tokens)) + spec.output_tokens
         held_tokens = memory.contiguous_kv_tokens(np.full_like(isl, reserved))
-    kv_per_request = model.kv_bytes(held_tokens) * kv_share(model, hw, n)
-    weights_per_device = model.weights_bytes / n
+    kv_per_request = model.kv_bytes(held_tokens) * kv_share(model, hw, n / spec.ep) / spec.ep
+    weights_per_device = model.weights_per_device(n, spec.ep)
     usable_w = hw.usable_weights_bytes
     beside_weights = np.where(hw.kv_spill, np.maximum(usable_w - weights_per_device, 0.0), 0.0)
     kv_room = np.where(hw.shared_tier, hw.usable_kv_bytes - weights_per_device, hw.usable_kv_bytes + beside_weights)

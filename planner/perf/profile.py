@@ -76,6 +76,19 @@ class ModelProfile:
             * memory.expert_params(arch),
         )
 
+    @property
+    def routed_bytes(self) -> float:
+        """Bytes of every routed expert of every MoE layer."""
+        return self.moe_layers * self.experts * self.expert_bytes
+
+    def weights_per_device(self, devices, ep: int = 1):
+        """Weight bytes per device: all of them split ``n`` ways, or, under expert parallelism, the dense
+        part split over the ``n/ep`` devices of an attention replica and the routed experts over all ``n``."""
+        n = np.asarray(devices, dtype=float)
+        if ep == 1:
+            return self.weights_bytes / n
+        return (self.weights_bytes - self.routed_bytes) / (n / ep) + self.routed_bytes / n
+
     def kv_bytes(self, context_tokens):
         """KV bytes of one sequence at context ``c`` (sliding-window layers capped at W)."""
         c = np.asarray(context_tokens, dtype=float)

@@ -25,6 +25,7 @@ from typing import NamedTuple
 import numpy as np
 
 from planner.perf import comm
+from planner.perf.comm import ACTIVATION_BYTES
 from planner.perf.efficiency import ATTENTION_READ_RATIO, gemm_efficiency, kernel_times
 from planner.perf.moe import touched_experts
 from planner.perf.profile import ModelProfile
@@ -127,48 +128,84 @@ def kv_bandwidth(model: ModelProfile, hw: HardwareArrays, devices, kv_resident_b
     return 1.0 / (fast / hw.weights_bw_bytes_s + (1.0 - fast) / hw.kv_bw_bytes_s)
 
 
+def moe_shuffle_bytes(model: ModelProfile, tokens):
+    """Activation bytes a MoE layer moves per pass besides its weights: ``T · L_moe · (3k + 2) · d · 2``.
+
+    Permute writes ``k`` copies of each token's hidden state, the grouped GEMM reads them, its outputs
+    (``k`` per token) are read back by unpermute, which reads and writes one combined state per token
+    (``(k + k + k + 1 + 1) · d`` values). TP ranks each shuffle every token; EP ranks their own.
+    """
+    return np.asarray(tokens, dtype=float) * model.moe_layers * (3 * model.experts_active + 2) * model.hidden_size * ACTIVATION_BYTES
+
+
+def expert_imbalance(tokens_per_group, groups):
+    """Busiest expert group's load over the mean, for uniform routing of ``μ`` tokens to each of ``G`` groups.
+
+    The largest of ``G`` Poisson(μ) counts is about ``μ + sqrt(2 μ ln G)``, so the factor is
+    ``1 + sqrt(2 ln G / μ)`` (1 for one group). Skewed real routing is worse; load balancers bring it
+    back toward this bound (TensorRT-LLM tech blog 4: ×2.56 without EPLB, ×1.11 with it on DeepSeek-R1).
+    """
+    g = np.asarray(groups, dtype=float)
+    mu = np.maximum(np.asarray(tokens_per_group, dtype=float), 1e-9)
+    return 1.0 + np.sqrt(2.0 * np.log(np.maximum(g, 1.0)) / mu)
+
+
 def _pass(model: ModelProfile, hw: HardwareArrays, devices, tokens, attention_flops, kv_read_bytes,
-          kv_write_bytes) -> PassCost:
+          kv_write_bytes, ep: int = 1) -> PassCost:
     """Price a pass over ``tokens`` tokens whose attention costs ``attention_flops`` and reads/writes KV bytes.
 
-    ``kv_read_bytes``/``kv_write_bytes`` are for one device of a TP group (already divided by its share).
+    ``kv_read_bytes``/``kv_write_bytes`` are per device (already divided by its share). ``ep > 1`` is
+    data-parallel attention with expert parallelism: ``ep`` attention replicas of ``n/ep``-way TP each
+    take ``1/ep`` of the tokens; the routed experts are split over the ``ep`` groups, whose busiest one
+    sets the pace (``expert_imbalance``), with a dispatch and a combine all-to-all per MoE layer.
     """
     n = np.asarray(devices, dtype=float)
     t_all = np.asarray(tokens, dtype=float)
     stages, p, g = pipeline_shape(model, hw, n, t_all)
+    p = p / ep  # devices sharing one layer's dense work: the attention TP group
     t = t_all / g  # tokens of one micro-batch: what one pass through the stages carries
-    # on a pipeline the work per micro-batch runs on p chips; a TP group spreads the whole pass over n
-    dense_flops = t * model.dense_flops_per_token / p
+    t_dense = t / ep  # tokens of one attention replica
+    dense_flops = t_dense * model.dense_flops_per_token / p
     dense_bytes = model.always_active_bytes / p
-    c_dense, m_dense = kernel_times(dense_flops, hw.flops_s, gemm_efficiency(t, hw.mfu, hw.gemm_half_tokens),
+    c_dense, m_dense = kernel_times(dense_flops, hw.flops_s, gemm_efficiency(t_dense, hw.mfu, hw.gemm_half_tokens),
                                     dense_bytes, hw.weights_bw_bytes_s, hw.mbu)
     if model.moe_layers:
         touched = touched_experts(model.experts, model.experts_active, t)
-        expert_bytes = model.moe_layers * touched * model.expert_bytes / p
-        rows = t * model.experts_active / touched
-        c_exp, m_exp = kernel_times(t * model.routed_flops_per_token / p, hw.flops_s,
+        rows = t * model.experts_active / touched  # tokens per touched expert
+        share = imbalance = 1.0
+        if ep > 1:
+            share = 1.0 / ep
+            imbalance = expert_imbalance(t * model.experts_active / ep, ep)
+        expert_bytes = model.moe_layers * touched * share * model.expert_bytes / p
+        expert_bytes = expert_bytes + moe_shuffle_bytes(model, t_dense)
+        c_exp, m_exp = kernel_times(t * model.routed_flops_per_token * share * imbalance / p, hw.flops_s,
                                     gemm_efficiency(rows, hw.mfu, hw.gemm_half_tokens),
                                     expert_bytes, hw.weights_bw_bytes_s, hw.mbu)
     else:
         c_exp = m_exp = np.zeros(1)
     # KV per chip (layer-split on a pipeline): one micro-batch crosses the S stages in turn
     kv_bytes = (kv_read_bytes + kv_write_bytes) * stages / g
-    c_att, m_att = kernel_times(attention_flops / g / p, hw.flops_s, hw.mfu, kv_bytes,
+    c_att, m_att = kernel_times(attention_flops / g / ep / p, hw.flops_s, hw.mfu, kv_bytes,
                                 kv_bandwidth(model, hw, n, kv_read_bytes), hw.kv_mbu * ATTENTION_READ_RATIO)
     compute = c_dense + c_exp + c_att
     memory = m_dense + m_exp + m_att
     roof = np.maximum(c_dense, m_dense) + np.maximum(c_exp, m_exp) + np.maximum(c_att, m_att)
-    tp = comm.tensor_parallel_comm_s(model.layers, t_all, model.hidden_size, n, hw.collective_bytes_s,
+    tp = comm.tensor_parallel_comm_s(model.layers, t_all / ep, model.hidden_size, n / ep, hw.collective_bytes_s,
                                      hw.link_latency_s, hw.collective_latency_s)
+    if ep > 1 and model.moe_layers:
+        tp = tp + comm.expert_all_to_all_s(model.moe_layers, t_all / ep, model.experts_active, model.hidden_size,
+                                           ep, hw.collective_bytes_s, hw.collective_latency_s)
     hops = comm.pipeline_hops_s(t, model.hidden_size, n, hw.link_bytes_s, hw.link_latency_s)
     fused = comm.dataflow_exchange_s(model.layers, t_all, model.hidden_size, n, hw.link_bytes_s, hw.link_latency_s)
     communication = np.where(hw.sram, hops, np.where(hw.dataflow, fused, tp))
-    shape = np.broadcast(compute, memory, communication, fixed_overhead_s(model, hw)).shape
-    return PassCost(*(np.broadcast_to(x, shape) for x in (compute, memory, roof, communication, fixed_overhead_s(model, hw))))
+    overhead = fixed_overhead_s(model, hw)
+    shape = np.broadcast(compute, memory, communication, overhead).shape
+    return PassCost(*(np.broadcast_to(x, shape) for x in (compute, memory, roof, communication, overhead)))
 
 
-def decode_step(model: ModelProfile, hw: HardwareArrays, devices, batch, context_tokens, prefill_tokens=0.0) -> PassCost:
-    """One decode step of ``b`` sequences at mean context ``c`` on ``n`` devices.
+def decode_step(model: ModelProfile, hw: HardwareArrays, devices, batch, context_tokens, prefill_tokens=0.0,
+                ep: int = 1) -> PassCost:
+    """One decode step of ``b`` sequences at mean context ``c`` on ``n`` devices (``ep``: see ``_pass``).
 
     Optionally carries ``q`` prefill tokens (a chunked-prefill piece) in the same pass; the step then
     runs its GEMMs over ``b + q`` rows and adds the chunk's attention and KV writes.
@@ -179,13 +216,14 @@ def decode_step(model: ModelProfile, hw: HardwareArrays, devices, batch, context
     c = np.asarray(context_tokens, dtype=float)
     attention = b * model.attention_flops_per_context_token_decode * model.attended_tokens(c)
     attention = attention + prefill_attention_flops(model, q, c)
-    share = kv_share(model, hw, n)
+    share = kv_share(model, hw, n / ep) / ep  # a device holds the KV of its replica's 1/ep of the sequences
     kv_read = b * model.kv_bytes(c) * share
     kv_write = (b + q) * model.kv_bytes(1.0) * share
-    return _pass(model, hw, n, b + q, attention, kv_read, kv_write)
+    return _pass(model, hw, n, b + q, attention, kv_read, kv_write, ep)
 
 
-def prefill_pass(model: ModelProfile, hw: HardwareArrays, devices, new_tokens, cached_tokens=0.0, prompts=1.0) -> PassCost:
+def prefill_pass(model: ModelProfile, hw: HardwareArrays, devices, new_tokens, cached_tokens=0.0, prompts=1.0,
+                 ep: int = 1) -> PassCost:
     """Prefill of ``m`` prompts of ``s`` new tokens after ``p`` cached ones, together, on ``n`` devices.
 
     GEMMs run over ``m·s`` rows; each prompt's attention covers its own prefix; the KV of the cached
@@ -195,9 +233,9 @@ def prefill_pass(model: ModelProfile, hw: HardwareArrays, devices, new_tokens, c
     s = np.asarray(new_tokens, dtype=float)
     m = np.asarray(prompts, dtype=float)
     p = np.asarray(cached_tokens, dtype=float)
-    share = kv_share(model, hw, n)
+    share = kv_share(model, hw, n / ep) / ep
     attention = m * prefill_attention_flops(model, s, p)
-    return _pass(model, hw, n, m * s, attention, m * model.kv_bytes(p) * share, m * model.kv_bytes(s) * share)
+    return _pass(model, hw, n, m * s, attention, m * model.kv_bytes(p) * share, m * model.kv_bytes(s) * share, ep)
 
 
 def chunked_prefill_tokens_per_step(batch, input_tokens, output_tokens, prefix_cache_hit=0.0):

@@ -2,6 +2,8 @@
 
 Run: python benchmarks/bench_cost_grid.py   (prints points, seconds and points per second; the
 baseline is the same grid priced one configuration at a time through ``estimate`` on a sample).
+The grid is the steady-state one ``estimate`` reports (decode, serving step and prefill per point).
+Target (issue 10): at least 5 M points/s on 2 cores.
 """
 
 from __future__ import annotations
@@ -12,8 +14,7 @@ import numpy as np
 
 from planner.catalog import load_catalog
 from planner.estimate import estimate
-from planner.perf.grid import GridSpec, evaluate_grid
-from planner.perf.profile import HardwareArrays, ModelProfile
+from planner.perf.model import GridSpec, RooflineModel
 from planner.schema import EstimateRequest
 
 TP = (1, 2, 4, 8, 16, 32, 64)
@@ -23,14 +24,16 @@ ISL = (128, 512, 1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072)
 
 def main() -> None:
     catalog = load_catalog()
+    costs = RooflineModel(catalog)
     devices = [d for d in catalog.devices.values() if "fp8" in d.peak_dense_tflops or "int8" in d.peak_dense_tflops]
-    model = ModelProfile.of(catalog.model("llama-3.3-70b"), "fp8", "fp8")
-    spec = GridSpec(tp=TP, batch=BATCH, input_tokens=ISL, output_tokens=512)
-    evaluate_grid(model, HardwareArrays.of(devices, "fp8"), spec)  # warm-up
+    model = costs.profile("llama-3.3-70b", "fp8", "fp8")
+    spec = GridSpec(tp=TP, batch=BATCH, input_tokens=ISL, output_tokens=512, steady_state=True)
+    silicon = [costs.silicon(d, "fp8") for d in devices]
+    costs.grid(model, silicon, spec)  # warm-up
     repeats = 20
     start = time.perf_counter()
     for _ in range(repeats):
-        grid = evaluate_grid(model, HardwareArrays.of(devices, "fp8"), spec)
+        grid = costs.grid(model, silicon, spec)
     vector_s = (time.perf_counter() - start) / repeats
     points = grid.tpot_s.size
     sample = 200

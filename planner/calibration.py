@@ -34,6 +34,8 @@ from planner.units import s_to_ms
 
 BATCHES = tuple(b for b in sorted({int(round(1.5**i)) for i in range(0, 21)} | {2**i for i in range(12)}) if b <= 2048)  # 1 .. 2048
 CHECK_ONLY_MARKERS = ("LOW CONFIDENCE", "PRECISION INTERPRETED")
+#: prompt and output lengths assumed for a per-user speed published without them (catalogs/calibration/README.md).
+ASSUMED_LENGTHS = (1000, 500)
 #: log offsets so latency terms of zero stay fittable: θ enters the fit as ``log(θ + offset)``.
 LOG_OFFSET = {"mfu": 0.0, "mbu": 0.0, "layer_latency_us": 1.0, "moe_layer_latency_us": 1.0,
               "step_overhead_us": 10.0, "collective_latency_us": 1.0, "collective_efficiency": 0.0}
@@ -73,14 +75,17 @@ class Measurement(Frozen):
 
     @property
     def comparable(self) -> bool:
-        """Predictable in one of the modelled regimes with known lengths."""
-        return (self.regime != "server" and self.isl is not None and self.osl is not None
+        """Predictable in a modelled regime: lengths known, or assumed (``ASSUMED_LENGTHS``) for a
+        per-user speed, where they move a short-context prediction by a few percent."""
+        known = self.isl is not None and self.osl is not None
+        return (self.regime != "server" and (known or self.regime != "max_throughput")
                 and not (self.regime == "fixed_concurrency" and self.concurrency is None))
 
     @property
     def fit_target(self) -> bool:
-        """Fitted on: comparable, not speculative, not marked low-confidence or interpreted."""
-        return self.comparable and not self.speculative and not any(m in self.notes for m in CHECK_ONLY_MARKERS)
+        """Fitted on: lengths known, not speculative, not marked low-confidence or interpreted."""
+        return (self.comparable and self.isl is not None and self.osl is not None and not self.speculative
+                and not any(m in self.notes for m in CHECK_ONLY_MARKERS))
 
     @property
     def group(self) -> str:
@@ -107,10 +112,13 @@ class Comparison:
 
 # ------------------------------------------------------------------------------------ prediction
 def replica_devices(m: Measurement, costs: RooflineModel) -> int:
-    """Devices per replica: the stated TP (× PP), else the fewest that hold the weights (powers of two on GPUs)."""
+    """Devices per replica: the stated TP (× PP); else, on an SRAM machine, the whole published system
+    (one pipeline), and on other devices the fewest that hold the weights (powers of two)."""
     if m.tp is not None:
         return m.tp * (m.pp or 1)
     silicon = costs.silicon(m.device, m.weights_dtype)
+    if silicon.sram:
+        return m.devices
     model = costs.profile(m.model, m.weights_dtype, m.kv_dtype)
     counts = silicon.device_counts(model.weights_bytes, max_devices=max(m.devices, 1))
     return counts[0] if counts else m.devices
@@ -128,7 +136,7 @@ def predict(m: Measurement, costs: RooflineModel, variants: list[Device] | None 
     model = costs.profile(m.model, m.weights_dtype, m.kv_dtype)
     n = replica_devices(m, costs)
     replicas = max(m.devices // n, 1)
-    isl, osl = int(m.isl), float(m.osl)
+    isl, osl = int(m.isl or ASSUMED_LENGTHS[0]), float(m.osl or ASSUMED_LENGTHS[1])
     if m.regime == "single_user":
         batches = (1,)
     elif m.regime == "fixed_concurrency":
@@ -305,6 +313,11 @@ def calibrate(measurements: list[Measurement], catalog_priors: Catalog, prior_lo
     for m in comparable:
         if m.fit_target:
             by_family[family_of[m.device]].append(m)
+    # a family whose only records are check-only is fitted on them (non-speculative ones), and says so
+    for m in comparable:
+        fam = family_of[m.device]
+        if not m.speculative and not any(r.fit_target for r in comparable if family_of[r.device] == fam):
+            by_family[fam].append(m)
     fits = {name: fit_family(name, recs, catalog_priors, prior_log_sd) for name, recs in sorted(by_family.items())}
     fitted = fitted_catalog(catalog_priors, fits)
     costs = RooflineModel(fitted)
@@ -427,6 +440,7 @@ def fit_body(cal: Calibration, date: str, version: str) -> dict:
         "summary": {k: summary["overall"][k] for k in ("records", "median_ape_pct", "loo_median_ape_pct")},
         "families": [
             {"name": name, "params": {k: round(v, 6) for k, v in fit.params.items()}, "records": fit.records,
+             "fitted_on_check_records": not any(c.measurement.fit_target for c in cal.comparisons if c.family == name),
              "loss": round(fit.loss, 6), "bands": {g: list(b) for g, b in cal.bands.get(name, {}).items()},
              "coverage": cal.coverage.get(name, {})}
             for name, fit in cal.fits.items()

@@ -182,6 +182,7 @@ def _apply_fit(path: Path, devices: dict[str, Device], families: dict[str, Famil
         coverage = family.get("coverage", {}) or {}
         fams[name] = fams[name].model_copy(update={
             "records": len(records), "fitted": True, "date": str(fit.get("date", "")),
+            "checks_only": bool(family.get("fitted_on_check_records", False)),
             "bands": {k: Band(low=v[0], high=v[1]) for k, v in (family.get("bands") or {}).items()},
             "dtypes": tuple(coverage.get("dtypes", ())), "max_tp": int(coverage.get("max_tp", 0)),
             "max_isl": int(coverage.get("max_isl", 0)), "max_batch": int(coverage.get("max_batch", 0)),

@@ -70,17 +70,20 @@ def catalog_command(
     if kind is CatalogKind.hardware:
         devices = [d for d in catalog.devices.values() if vendor is None or d.vendor == vendor]
         if as_json:
-            print_json([d.model_dump(mode="json") for d in devices])
+            print_json([{**d.model_dump(mode="json"), "calibration": _calibration(catalog, d)} for d in devices])
             return
         table = Table(title="Hardware catalog (dense peak, per device)")
-        for col in ("id", "vendor", "memory", "bandwidth TB/s", "bf16 TFLOP/s", "fp8 TFLOP/s", "TDP W", "domain", "$/h"):
-            table.add_column(col, justify="left" if col in ("id", "vendor", "memory") else "right")
+        for col in ("id", "vendor", "memory", "bandwidth TB/s", "bf16 TFLOP/s", "fp8 TFLOP/s", "TDP W", "domain", "$/h",
+                    "calibration"):
+            table.add_column(col, justify="left" if col in ("id", "vendor", "memory", "calibration") else "right")
         for d in devices:
             mem = ", ".join(f"{t.tier} {t.capacity_gb:g} GB" for t in d.memory_tiers)
+            cal = _calibration(catalog, d)
             table.add_row(
                 d.id, d.vendor, mem, f"{d.weights_memory.bandwidth_tb_s:g}",
                 _peak(d, "bf16"), _peak(d, "fp8"), f"{d.tdp_w:,.0f}", str(d.scale_up.domain_size),
                 f"{d.price_usd_per_hour:.2f}",
+                f"{cal['family']}: {cal['records']} records" if cal["fitted"] else "uncalibrated (priors)",
             )
         console.print(table)
         return
@@ -99,6 +102,13 @@ def catalog_command(
             f"{total_params(m) / PARAMS_PER_BILLION:.1f}", f"{active_params(m) / PARAMS_PER_BILLION:.1f}", f"{kv_bytes_per_token(m, 'bf16'):,.0f}",
         )
     console.print(table)
+
+
+def _calibration(catalog, device) -> dict:
+    """The device's family and whether published measurements fitted it (catalogs/calibration/)."""
+    family = catalog.families.get(device.family) if device.family else None
+    return {"family": device.family, "fitted": bool(family and family.fitted),
+            "records": family.records if family else 0}
 
 
 def _peak(device, dtype: str) -> str:

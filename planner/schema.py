@@ -137,6 +137,7 @@ class FamilyCalibration(Frozen):
     devices: tuple[str, ...]
     records: int = 0
     fitted: bool = False
+    checks_only: bool = False  # fitted on check-only records (vendor claims), the family's only data
     date: str | None = None
     bands: dict[str, Band] = Field(default_factory=dict)  # per metric group: tpot, ttft, throughput
     dtypes: tuple[str, ...] = ()

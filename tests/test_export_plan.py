@@ -43,7 +43,8 @@ TCO_INPUT_NAMES = ("electricity_usd_per_kwh", "pue", "depreciation_years", "util
 # ------------------------------------------------------------------------------------------- fixtures
 @pytest.fixture(scope="module")
 def plan(catalog):
-    workload = Workload.model_validate(yaml.safe_load(WORKLOAD.read_text()))
+    # disaggregated only, so the plan moves KV between pools and the network sheet has lines to size
+    workload = Workload.model_validate({**yaml.safe_load(WORKLOAD.read_text()), "strategies": ["pd_disagg"]})
     solved = plan_workload(workload, catalog, PlanOptions(baseline=False))
     assert solved.status != "infeasible" and solved.totals.devices > 0
     return solved

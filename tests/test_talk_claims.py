@@ -28,11 +28,21 @@ def test_tp4_speeds_70b_decode_well_below_4x(catalog):
     four = _est(catalog, model="llama-3.3-70b", device="h100-sxm", tp=4, batch=1, isl=2048, osl=256, dtype="fp8")
     speedup = one.tpot_ms / four.tpot_ms
     print(f"\n70B fp8 decode on H100, TP1 -> TP4 speed-up: {speedup:.2f}x (talk: ~2x)")
-    # the all-reduce tax: four devices never give four times the speed (the calibrated model keeps
-    # under 95 % of linear on NVLink; the talk's ~2x is not reproduced at batch 1, see the issue note)
-    assert 1.0 < speedup < 0.95 * 4
+    # the TP tax: fixed per-layer and per-step floors and two all-reduce calls per layer keep four
+    # devices well short of four times the speed. The calibrated model gives ~2.8x; the talk and the
+    # issue say ~2x (1.4-2.6x): the records hold few batch-1 TP sweeps to pin it (see the issue note).
+    assert 1.4 < speedup < 3.0
     # and the energy per token grows with the devices thrown at it
     assert four.power_w * four.tpot_ms > one.power_w * one.tpot_ms
+
+
+def test_tp_scaling_saturates_for_a_small_model(catalog):
+    """8B at batch 1: TP8 is far from 8x (the per-layer and per-step floors do not shrink with TP)."""
+    one = _est(catalog, model="llama-3.1-8b", device="h100-sxm", tp=1, batch=1, isl=2048, osl=256, dtype="bf16")
+    eight = _est(catalog, model="llama-3.1-8b", device="h100-sxm", tp=8, batch=1, isl=2048, osl=256, dtype="bf16")
+    speedup = one.tpot_ms / eight.tpot_ms
+    print(f"\n8B bf16 decode on H100, TP1 -> TP8 speed-up: {speedup:.2f}x")
+    assert 1.0 < speedup < 3.5
 
 
 def test_paged_kv_fits_about_3x_the_requests_of_max_context_reservation(catalog):

@@ -168,7 +168,7 @@ class RooflineModel:
     def band(self, device_id: str, metric: str) -> Band:
         """The measured/predicted band of ``metric`` for a device: its family's, or the uncalibrated one."""
         fam = self.family(device_id)
-        if fam is None or not fam.fitted or not fam.bands or metric not in fam.bands:
+        if fam is None or not fam.fitted or fam.checks_only or metric not in fam.bands:
             return Band(low=UNCALIBRATED_BAND[0], high=UNCALIBRATED_BAND[1])
         return fam.bands[metric]
 
@@ -184,6 +184,8 @@ class RooflineModel:
                                                    or k == "tdp_w"))
         if fam is None or not fam.fitted:
             reasons.append(f"no calibration record for {device_id}'s family: efficiencies are priors")
+        elif fam.checks_only:
+            reasons.append(f"family {fam.name} is fitted only on vendor claims ({fam.records} check-only records)")
         if estimated_keys:
             reasons.append("estimated catalog numbers: " + ", ".join(estimated_keys))
         if reasons:

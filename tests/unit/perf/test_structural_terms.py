@@ -1,0 +1,163 @@
+"""The cost model's structural terms against hand-computed cases: efficiencies, MoE traffic and expert
+parallelism, KV spill from SRAM, dataflow exchange, the SRAM pipeline, silicon in base units, bands."""
+
+import math
+
+import numpy as np
+import pytest
+
+from planner.perf import comm
+from planner.perf.efficiency import gemm_efficiency, kernel_times
+from planner.perf.model import RooflineModel
+from planner.perf.profile import ModelProfile, default_kv_dtype
+from planner.perf.roofline import decode_step, expert_imbalance, kv_bandwidth, moe_shuffle_bytes
+from planner.perf.silicon import HardwareArrays, Silicon
+from planner.schema import Band, ModelArch
+
+
+def test_gemm_efficiency_is_tile_quantisation():
+    # a 64-row tile half-point: 1 row costs like 65 rows at full efficiency, 64 rows reach half the peak
+    assert gemm_efficiency(64, 0.8, 64) == pytest.approx(0.4)
+    assert gemm_efficiency(1, 0.8, 64) == pytest.approx(0.8 / 65)
+    assert gemm_efficiency(4096, 0.8, 64) == pytest.approx(0.8 * 4096 / 4160)
+    assert gemm_efficiency(0, 0.8, 64) == 0.0
+
+
+def test_kernel_times_hand_case_and_zero_work():
+    compute, memory = kernel_times(2e12, 1e15, 0.5, 3e9, 3e12, 0.75)
+    assert compute == pytest.approx(4e-3)  # 2e12 / (1e15 · 0.5)
+    assert memory == pytest.approx(1.333333e-3)  # 3e9 / (3e12 · 0.75)
+    assert kernel_times(0.0, 1e15, 0.0, 0.0, 3e12, 0.0) == (0.0, 0.0)
+
+
+def test_default_kv_dtype_is_fp8_beside_four_bit_weights():
+    assert default_kv_dtype("fp4") == "fp8"
+    assert default_kv_dtype("int4") == "fp8"
+    assert default_kv_dtype("fp8") == "fp8"
+    assert default_kv_dtype("bf16") == "bf16"
+
+
+def test_expert_imbalance_hand_cases():
+    # 4 groups, 8 tokens each: 1 + sqrt(2 · ln 4 / 8) = 1 + sqrt(0.34657) = 1.58870
+    assert expert_imbalance(8, 4) == pytest.approx(1.0 + math.sqrt(2 * math.log(4) / 8))
+    assert expert_imbalance(8, 4) == pytest.approx(1.58870, rel=1e-4)
+    assert expert_imbalance(1e6, 8) == pytest.approx(1.0, abs=0.01)  # large loads even out
+    assert expert_imbalance(5, 1) == 1.0  # one group holds every expert
+
+
+def test_all_to_all_hand_case():
+    # 2 MoE layers, 100 tokens per group, k=2, d=1000, 4 groups: message 100·2·1000·2 B · 3/4 = 300 kB
+    # per call: 10 µs + 300e3 / 100e9 = 13 µs; 2 calls per layer · 2 layers → 52 µs
+    assert comm.expert_all_to_all_s(2, 100, 2, 1000, 4, 100e9, 10e-6) == pytest.approx(52e-6)
+    assert comm.expert_all_to_all_s(2, 100, 2, 1000, 1, 100e9, 10e-6) == 0.0
+
+
+def test_dataflow_exchange_hand_case():
+    # 3 layers · (2 µs + 10 tokens · 1000 · 2 B / 1e10 B/s = 2 µs) = 12 µs; nothing on one socket
+    assert comm.dataflow_exchange_s(3, 10, 1000, 4, 1e10, 2e-6) == pytest.approx(12e-6)
+    assert comm.dataflow_exchange_s(3, 10, 1000, 1, 1e10, 2e-6) == 0.0
+
+
+def test_allreduce_call_floor_adds_once_per_call():
+    base = comm.allreduce_s(1e6, 4, 1e11, 1e-6)
+    assert comm.allreduce_s(1e6, 4, 1e11, 1e-6, call_latency_s=5e-6) == pytest.approx(base + 5e-6)
+
+
+@pytest.fixture()
+def moe_model() -> ModelArch:
+    """2 layers, d=4, 2 heads of 2, 1 KV head, 4 experts of FFN 2, 2 active, no dense layers.
+
+    attention/layer 48, router/layer 16, LM head 40 → always active 2·(48 + 16) + 40 = 168;
+    one expert 3·4·2 = 24; routed bytes (bf16) = 2 layers · 4 · 24 · 2 B = 384.
+    """
+    return ModelArch(
+        id="toy-moe", name="Toy MoE", family="toy", source="hand-made", layers=2, hidden_size=4, attention_heads=2,
+        kv_heads=1, head_dim=2, ffn_size=0, vocab_size=10, max_context_tokens=64,
+        moe={"experts": 4, "experts_active": 2, "expert_ffn_size": 2},
+        published_params_b={"total": 3.32e-7, "active": 2.64e-7},
+    )
+
+
+def test_moe_shuffle_bytes_hand_case(moe_model):
+    model = ModelProfile.of(moe_model, "bf16", "bf16")
+    # 10 tokens · 2 MoE layers · (3·2 + 2) · d=4 · 2 B = 1,280 B
+    assert moe_shuffle_bytes(model, 10) == pytest.approx(1280.0)
+
+
+def test_weights_per_device_under_expert_parallelism(moe_model):
+    model = ModelProfile.of(moe_model, "bf16", "bf16")
+    assert model.routed_bytes == pytest.approx(384.0)
+    total = model.weights_bytes
+    assert model.weights_per_device(4) == pytest.approx(total / 4)
+    # ep 4 over 4 devices: dense part whole on each (one attention replica per device), experts in quarters
+    assert model.weights_per_device(4, ep=4) == pytest.approx((total - 384.0) + 384.0 / 4)
+
+
+def test_expert_parallel_step_pays_all_to_all_and_splits_kv(moe_model, toy_device):
+    model = ModelProfile.of(moe_model, "bf16", "bf16")
+    hw = HardwareArrays.of([Silicon.of(toy_device, "bf16")])
+    tp = decode_step(model, hw, 4, 8, 10)
+    ep = decode_step(model, hw, 4, 8, 10, ep=4)
+    # a4a: 2 layers · 2 calls · (0 floor + (8/4 tokens · 2 · 4 · 2 B · 3/4) / 100 GB/s), no TP all-reduce
+    assert ep.communication_s == pytest.approx(4 * (2 * 2 * 4 * 2 * 0.75) / 100e9)
+    assert tp.communication_s > ep.communication_s  # TP4 pays 2 all-reduces per layer with 1 µs steps
+
+
+def test_kv_spill_blends_sram_and_dram_bandwidth(toy_model):
+    from planner.schema import Device
+
+    corsair_like = Device(
+        id="spill", vendor="toy", name="Spill", kind="asic", peak_dense_tflops={"bf16": 1.0},
+        memory_tiers=[{"tier": "sram", "capacity_gb": 1e-6, "bandwidth_tb_s": 10.0},
+                      {"tier": "dram", "capacity_gb": 1.0, "bandwidth_tb_s": 1.0}],
+        weights_tier="sram", kv_tier="dram",
+        scale_up={"bandwidth_gb_s": 100.0, "latency_us": 1.0, "domain_size": 8},
+        scale_out={"bandwidth_gb_s": 10.0, "latency_us": 5.0},
+        tdp_w=500.0, devices_per_node=8, node_overhead_w=0.0, price_usd=1.0, price_usd_per_hour=1.0,
+        mfu=0.5, mbu=0.5, layer_latency_us=0.0,
+    )
+    model = ModelProfile.of(toy_model, "bf16", "bf16")
+    silicon = Silicon.of(corsair_like, "bf16")
+    hw = HardwareArrays.of([silicon])
+    # usable SRAM 0.9 · 1000 B = 900 B; weights 736 B on one chip leave 164 B for KV
+    room = 900.0 - model.weights_bytes
+    assert room == pytest.approx(164.0)
+    # 328 B of resident KV: half in SRAM (10 TB/s), half in DRAM (1 TB/s): 1 / (0.5/1e13 + 0.5/1e12)
+    assert float(kv_bandwidth(model, hw, 1, 328.0).reshape(-1)[0]) == pytest.approx(1.0 / (0.5 / 1e13 + 0.5 / 1e12))
+    # all of it fits: SRAM bandwidth
+    assert float(kv_bandwidth(model, hw, 1, 100.0).reshape(-1)[0]) == pytest.approx(1e13)
+    # capacity: the DRAM tier plus the SRAM beside the weights
+    assert silicon.kv_room_bytes(model.weights_bytes) == pytest.approx(0.9e9 + 164.0)
+
+
+def test_silicon_converts_once_to_base_units(catalog):
+    h100 = catalog.device("h100-sxm")
+    s = Silicon.of(h100, "fp8")
+    assert s.compute_dtype == "fp8"
+    assert s.flops_s == pytest.approx(h100.peak_dense_tflops["fp8"] * 1e12)
+    assert s.weights_bw_bytes_s == pytest.approx(3.35e12)
+    assert s.usable_weights_bytes == pytest.approx(0.9 * 80e9)
+    assert s.nic_bytes_s == pytest.approx(h100.scale_out.bandwidth_gb_s * 1e9)
+    assert s.power_w == pytest.approx(h100.tdp_w + h100.node_overhead_w / h100.devices_per_node)
+    assert s.replica_power_w(8) == pytest.approx(8 * s.power_w)
+    assert s.mfu == pytest.approx(h100.mfu * 0.89)  # fp8 GEMMs reach 0.89 of the bf16 efficiency
+    assert s.collective_bytes_s == pytest.approx(450e9 * h100.collective_efficiency)
+
+
+def test_band_widening_in_log_space():
+    band = Band(low=0.8, high=1.25).widened(2.0)
+    assert band.low == pytest.approx(0.64)
+    assert band.high == pytest.approx(1.5625)
+
+
+def test_cost_carries_breakdown_source_and_band(catalog):
+    costs = RooflineModel(catalog)
+    model = costs.profile("llama-3.1-8b", "fp8")
+    cost = costs.decode(model, costs.silicon("h100-sxm", "fp8"), 1, 1, 1000)
+    parts = cost.parts
+    assert cost.total_s == pytest.approx(parts.roofline_s + parts.communication_s + parts.overhead_s)
+    assert np.all(cost.low_s < cost.total_s) and np.all(cost.total_s < cost.high_s)
+    assert "fitted" in cost.source[0]
+    uncalibrated = costs.decode(model, costs.silicon("tpu-v7", "fp8"), 1, 1, 1000)
+    assert costs.confidence("mi355x").level == "estimated"
+    assert uncalibrated.band_high.reshape(-1)[0] > 1.0

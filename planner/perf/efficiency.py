@@ -20,6 +20,9 @@ Sources (collected in the cost-model issue note, 2026-12):
   ``wgmma.mma_async`` (m64nNk16/k32, PTX ISA) and 64/128 for Blackwell's ``tcgen05.mma``; the
   measured half-plateau points of GEMM sweeps over M (vLLM PR #20646: B200 bf16 ≈ 128, nvfp4 ≈ 512;
   DeepGEMM #60: Hopper fp8 ≈ 256) are upper bounds, since they include the memory-bound regime.
+  SRAM machines hold their weights stationary in the compute fabric and stream token vectors through
+  it (Groq's 320×320 MXM takes one 320-vector per cycle; Cerebras cores run 8-wide FP16 SIMD on the
+  wafer-resident weights), so they pad no tile: ``M½ = 0`` (silicon.py).
 - Compute scales: maximum achievable matmul FLOP/s (stas00/ml-engineering MAMF table): H100 fp8
   0.71 vs bf16 0.80 of peak (0.89); B200 fp4 ≈ 0.40 vs bf16 0.78 (≈ 0.5).
 - Read scales: fp4 GEMV at 22–50 % of bandwidth (FlashInfer #1732, CUTLASS #2266, Helion #3046)

@@ -102,7 +102,8 @@ class Silicon:
             mfu=device.mfu * COMPUTE_SCALE[fmt],
             mbu=device.mbu * READ_SCALE[weights_dtype],
             kv_mbu=device.mbu,
-            gemm_half_tokens=GEMM_HALF_TOKENS[fmt],
+            # weight-stationary SRAM machines stream each token's vector through resident weights: no tile to pad
+            gemm_half_tokens=0.0 if device.is_sram_machine else GEMM_HALF_TOKENS[fmt],
             layer_latency_s=us_to_s(device.layer_latency_us),
             moe_layer_latency_s=us_to_s(device.moe_layer_latency_us),
             step_overhead_s=us_to_s(device.step_overhead_us),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import io
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -82,7 +83,8 @@ def number_format(column: str) -> str:
 def write_study_workbook(table: StudyTable, path: str | Path, title: str = "") -> list[int]:
     """Write Scenarios and Frontier sheets; returns the frontier's row indices into ``table.rows``."""
     frontier = frontier_indices(table.rows)
-    workbook = xlsxwriter.Workbook(str(path))
+    buffer = io.BytesIO()  # built in memory, so a failed write is one OSError (no half-closed zip)
+    workbook = xlsxwriter.Workbook(buffer, {"in_memory": True})
     style = Styles(workbook)
     scenarios = workbook.add_worksheet(SCENARIOS_SHEET)
     front = workbook.add_worksheet(FRONTIER_SHEET)
@@ -93,6 +95,7 @@ def write_study_workbook(table: StudyTable, path: str | Path, title: str = "") -
         ws.fit_to_pages(1, 0)
     workbook.set_properties({"title": f"siliconmix study {title}".strip(), "subject": "study results"})
     workbook.close()
+    Path(path).write_bytes(buffer.getvalue())
     return frontier
 
 

@@ -24,8 +24,12 @@ from planner.perf.profile import HardwareArrays, ModelProfile, UnsupportedDtype
 from planner.perf.roofline import chunked_prefill_tokens_per_step, decode_step, kv_share, prefill_pass
 from planner.perf.spec import expected_tokens_per_round, spec_round_s, spec_tpot_s
 from planner.queueing import DECODE_UTILIZATION, max_utilization, md1_wait_s
-from planner.schema import Device, RequestClass, Workload
+from planner.schema import STRATEGIES, Device, RequestClass, Workload
 from planner.units import gb_s_to_bytes_s, gb_to_bytes, ms_to_s, s_to_ms, us_to_s
+
+
+class StrategyError(ValueError):
+    """A serving strategy the workload's model cannot use."""
 
 
 @dataclass(frozen=True)
@@ -130,8 +134,14 @@ def device_counts(device: Device, weights_bytes: float, max_tp: int = 64) -> lis
 
 def generate_candidates(workload: Workload, catalog: Catalog, graph: nx.DiGraph,
                         options: CandidateOptions = CandidateOptions()) -> tuple[list[Candidate], list[str]]:
-    """All non-dominated SLO-feasible candidates, and notes on devices that were skipped."""
+    """All non-dominated SLO-feasible candidates, and notes on devices that were skipped.
+
+    Raises StrategyError (bad input) when the workload allows a strategy its model cannot use.
+    """
     arch = catalog.model(workload.model)
+    if "af_disagg" in workload.strategies and not arch.is_moe:
+        raise StrategyError(f"strategies: af_disagg needs an MoE model ({workload.model} is dense); "
+                            f"allowed for it: {', '.join(s for s in STRATEGIES if s != 'af_disagg')}")
     model = ModelProfile.of(arch, workload.dtype, workload.kv_dtype)
     draft = None
     if workload.spec_decode is not None:

@@ -1,24 +1,30 @@
 """The only reader of ``catalogs/``: hardware and model YAML files into a validated, immutable Catalog.
 
 Hardware numbers are written as sourced mappings ``{value, source, estimate}``; the loader keeps the
-value in the Device and the source in ``Device.provenance`` under the field's dotted path. A
-malformed entry raises CatalogError naming the file, the entry and the field.
+value in the Device and the source in ``Device.provenance`` under the field's dotted path. Files are
+read within the input limits of ``planner.files`` (size, depth, aliases; duplicate keys refused) and
+validated strictly: a number written as a string is an error, as is an infinite one. A malformed
+file or entry raises CatalogError naming the file, the entry and the field.
 """
 
 from __future__ import annotations
 
+import json
 import os
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, Mapping
+from typing import Annotated, Any, Mapping, TypeVar
 
 import yaml
-from pydantic import ValidationError
+from pydantic import Field, ValidationError
 
-from planner.schema import Device, ModelArch, Provenance
+from planner.files import InputFileError, read_document
+from planner.messages import describe_errors, excerpt
+from planner.schema import Device, Frozen, Id, ModelArch, Provenance
 
+M = TypeVar("M", bound=Frozen)
 DEFAULT_CATALOG_DIR = Path(__file__).resolve().parent.parent / "catalogs"
 
 
@@ -72,13 +78,13 @@ def load_catalog(root: Path | None = None, apply_fit: bool = True) -> Catalog:
     for path in sorted((root / "hardware").glob("*.yaml")):
         for device in _read_hardware_file(path):
             if device.id in devices:
-                raise CatalogError(f"{path.name}: device {device.id!r} is defined twice")
+                raise CatalogError(f"{path}: device {device.id!r} is defined twice")
             devices[device.id] = device
     models: dict[str, ModelArch] = {}
     for path in sorted((root / "models").glob("*.yaml")):
         model = _read_model_file(path)
         if model.id in models:
-            raise CatalogError(f"{path.name}: model {model.id!r} is defined twice")
+            raise CatalogError(f"{path}: model {model.id!r} is defined twice")
         models[model.id] = model
     if not devices or not models:
         raise CatalogError(f"{root}: no hardware or no model files found")
@@ -93,15 +99,21 @@ def load_measurements(root: Path | None = None) -> list:
     from planner.calibration import Family, Measurement
 
     root = Path(root) if root is not None else catalog_dir()
-    raw = _read_yaml(root / "calibration" / "measurements.yaml") or []
+    path = root / "calibration" / "measurements.yaml"
+    raw = _read_yaml(path) or []
+    if not isinstance(raw, list):
+        raise CatalogError(f"{path}: expected a list of measurement records")
     measurements = []
     for i, entry in enumerate(raw):
+        entry_id = entry.get("id", "?") if isinstance(entry, dict) else "?"
         try:
-            measurements.append(Measurement.model_validate(entry))
+            measurements.append(_strict(Measurement, entry))
         except ValidationError as exc:
-            raise CatalogError(f"measurements.yaml: record {i} ({entry.get('id', '?')}): {_describe(exc)}") from exc
-    fit = _read_yaml(root / "calibration" / "fit.yaml") or {}
-    families = [Family(name=f["name"], devices=tuple(f["devices"])) for f in fit.get("families", [])]
+            raise CatalogError(f"{path}: record {i} ({excerpt(entry_id)}): {describe_errors(exc)}") from exc
+        except CatalogError as exc:
+            raise CatalogError(f"{path}: record {i} ({excerpt(entry_id)}): {exc}") from exc
+    fit = _read_fit(root / "calibration" / "fit.yaml")
+    families = [Family(name=f.name, devices=f.devices) for f in fit.families]
     return measurements, families
 
 
@@ -119,20 +131,50 @@ def write_fit(fits: list[dict], residuals: dict[str, float], date: str, root: Pa
     return path
 
 
+class FitFamily(Frozen):
+    """One family of ``calibration/fit.yaml``: its devices and, once fitted, its efficiency factors."""
+
+    name: str = Field(min_length=1)
+    devices: tuple[Id, ...] = Field(min_length=1)
+    mfu: Annotated[float, Field(gt=0, le=1)] | None = None
+    mbu: Annotated[float, Field(gt=0, le=1)] | None = None
+    layer_latency_us: Annotated[float, Field(ge=0)] | None = None
+    records: tuple[str, ...] = ()
+    note: str = ""
+    loss: float | None = None
+
+
+class FitFile(Frozen):
+    """``calibration/fit.yaml``: fitted factors per family and each record's predicted/measured ratio."""
+
+    date: str = "?"
+    cost_model: str = ""
+    families: tuple[FitFamily, ...] = ()
+    residuals_predicted_over_measured: dict[str, float] = Field(default_factory=dict)
+
+
+def _read_fit(path: Path) -> FitFile:
+    raw = _read_yaml(path) or {}
+    try:
+        return _strict(FitFile, raw)
+    except ValidationError as exc:
+        raise CatalogError(f"{path}: {describe_errors(exc)}") from exc
+
+
 def _apply_fit(path: Path, devices: dict[str, Device]) -> dict[str, Device]:
-    fit = _read_yaml(path) or {}
+    fit = _read_fit(path)
     out = dict(devices)
-    for family in fit.get("families", []):
-        factors = {k: family[k] for k in ("mfu", "mbu", "layer_latency_us") if k in family}
+    for family in fit.families:
+        factors = {k: getattr(family, k) for k in ("mfu", "mbu", "layer_latency_us") if getattr(family, k) is not None}
         if not factors:
             continue
         source = (
-            f"fitted to {len(family.get('records', []))} published measurements, family {family['name']} "
-            f"(catalogs/calibration/fit.yaml, {fit.get('date', '?')}; {family.get('note', '')})"
+            f"fitted to {len(family.records)} published measurements, family {family.name} "
+            f"(catalogs/calibration/fit.yaml, {fit.date}; {family.note})"
         )
-        for device_id in family["devices"]:
+        for device_id in family.devices:
             if device_id not in out:
-                raise CatalogError(f"fit.yaml: family {family['name']!r} names unknown device {device_id!r}")
+                raise CatalogError(f"{path}: family {family.name!r} names unknown device {device_id!r}")
             device = out[device_id]
             provenance = dict(device.provenance)
             for key in factors:
@@ -143,28 +185,35 @@ def _apply_fit(path: Path, devices: dict[str, Device]) -> dict[str, Device]:
 
 def _read_yaml(path: Path) -> Any:
     try:
-        return yaml.safe_load(path.read_text())
-    except yaml.YAMLError as exc:
-        raise CatalogError(f"{path.name}: not valid YAML ({exc})") from exc
+        return read_document(path)
+    except InputFileError as exc:
+        raise CatalogError(str(exc)) from exc
 
 
-def _describe(exc: ValidationError) -> str:
-    return "; ".join(f"{'.'.join(str(p) for p in e['loc']) or '(entry)'}: {e['msg']}" for e in exc.errors())
+def _strict(model: type[M], raw: Any) -> M:
+    """Validate ``raw`` in pydantic's strict JSON mode: "700" is not a number, a list may fill a tuple."""
+    try:
+        text = json.dumps(raw, default=str)
+    except (TypeError, ValueError) as exc:  # keys YAML allows and JSON does not, e.g. a list as a key
+        raise CatalogError(f"not a plain mapping of names to values ({exc})") from exc
+    return model.model_validate_json(text, strict=True)
 
 
 def _read_model_file(path: Path) -> ModelArch:
     raw = _read_yaml(path)
     entry = raw.get("id", "?") if isinstance(raw, dict) else "?"
     try:
-        return ModelArch.model_validate(raw)
+        return _strict(ModelArch, raw)
     except ValidationError as exc:
-        raise CatalogError(f"{path.name}: model {entry!r}: {_describe(exc)}") from exc
+        raise CatalogError(f"{path}: model {excerpt(entry)}: {describe_errors(exc)}") from exc
+    except CatalogError as exc:
+        raise CatalogError(f"{path}: model {excerpt(entry)}: {exc}") from exc
 
 
 def _read_hardware_file(path: Path) -> list[Device]:
     raw = _read_yaml(path)
     if not isinstance(raw, dict) or not isinstance(raw.get("devices"), list) or "vendor" not in raw:
-        raise CatalogError(f"{path.name}: expected a mapping with 'vendor' and a list 'devices'")
+        raise CatalogError(f"{path}: expected a mapping with 'vendor' and a list 'devices'")
     return [_device(path, raw["vendor"], entry) for entry in raw["devices"]]
 
 
@@ -184,13 +233,13 @@ def _device(path: Path, vendor: str, entry: Any) -> Device:
             "mfu": efficiency.get("mfu"),
             "mbu": efficiency.get("mbu"),
             "layer_latency_us": efficiency.get("layer_latency_us"),
-            "provenance": provenance,
+            "provenance": {k: p.model_dump() for k, p in provenance.items()},
         }
-        return Device.model_validate(flat)
+        return _strict(Device, flat)
     except ValidationError as exc:
-        raise CatalogError(f"{path.name}: device {entry_id!r}: {_describe(exc)}") from exc
+        raise CatalogError(f"{path}: device {excerpt(entry_id)}: {describe_errors(exc)}") from exc
     except (CatalogError, AttributeError, TypeError) as exc:
-        raise CatalogError(f"{path.name}: device {entry_id!r}: {exc}") from exc
+        raise CatalogError(f"{path}: device {excerpt(entry_id)}: {exc}") from exc
 
 
 def _unwrap(node: Any, path: str, provenance: dict[str, Provenance]) -> Any:

@@ -103,7 +103,7 @@ def _report(summary, spec, out_dir: Path, as_json: bool) -> None:
         console.print(table)
     if spec.compare is not None:
         _print_comparison(summary, spec)
-    console.print(f"outputs in {out_dir}/: " + ", ".join(p.name for p in summary.outputs), highlight=False)
+    console.print(f"outputs in {out_dir}/: " + ", ".join(p.name for p in summary.outputs), highlight=False, markup=False)
 
 
 def _print_comparison(summary, spec) -> None:

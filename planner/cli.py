@@ -243,10 +243,10 @@ def load_workload(path: Path, overrides: dict) -> Workload:
     raw = read_document(path)
     if not isinstance(raw, dict):
         raise InputFileError(f"{path}: a workload is a mapping (model, classes, constraints, ...)")
-    constraints = dict(raw.get("constraints") or {})
-    for key in ("power_budget_kw", "devices"):
-        if overrides.get(key) is not None:
-            constraints[key] = overrides[key]
+    constraints = raw.get("constraints", {})
+    if isinstance(constraints, dict):  # anything else is left for validation to name
+        constraints = {**constraints, **{k: overrides[k] for k in ("power_budget_kw", "devices")
+                                         if overrides.get(k) is not None}}
     merged = {**raw, "constraints": constraints}
     if overrides.get("objective") is not None:
         merged["objective"] = overrides["objective"]

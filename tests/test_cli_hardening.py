@@ -160,6 +160,19 @@ def test_a_study_whose_base_is_a_device_file_does_not_print_it(tmp_path):
     assert not (tmp_path / "out").exists()
 
 
+def test_a_study_whose_axes_do_not_fit_its_base_exits_2(tmp_path):
+    base = write(tmp_path, "w.yaml", workload(constraints="none"))
+    path = write(tmp_path, "study.yaml", {"name": "s", "base": base.name,
+                                          "axes": [{"name": "kw", "param": "power_budget_kw", "values": [100]}]})
+    line = one_error_line(invoke("study", path, "-o", tmp_path / "out"), 2)
+    assert line.startswith(f"{path}: the axes cannot be applied to the base workload ("), line
+
+
+def test_too_many_workers_exit_2(tmp_path):
+    path = study_file(tmp_path, "w.yaml")
+    assert one_error_line(invoke("study", path, "--workers", "1000000"), 2).startswith("--workers: must be in [1, ")
+
+
 @pytest.mark.parametrize("base", ["/dev/zero", "/etc"])
 def test_a_study_whose_base_is_not_a_regular_file_exits_2(tmp_path, base):
     path = study_file(tmp_path, base)

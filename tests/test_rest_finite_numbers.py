@@ -1,4 +1,5 @@
-"""REST side of "every number finite and in range": the schema's limits answer 422 naming the field.
+"""REST side of the schema's and planner's input checks: a number that is infinite, NaN or over its limit, and
+af_disagg on a dense model, answer 422 naming what was wrong.
 
 (The schema is shared by the CLI and the service; this checks the service's answer to the same inputs.)
 """
@@ -53,3 +54,10 @@ def test_infinite_nan_or_huge_numbers_get_422_naming_the_field(client, path, lit
     response = client.post("/v1/plans", content=body_with(path, literal), headers={"content-type": "application/json"})
     body = assert_problem(response, 422)
     assert path in {e["field"] for e in body["errors"]}, body
+
+
+def test_af_disagg_on_a_dense_model_gets_422_not_an_slo_diagnosis(client):
+    body = {**WORKLOAD, "strategies": ["aggregated", "af_disagg"]}
+    response = client.post("/v1/plans", json=body)
+    problem = assert_problem(response, 422)
+    assert "af_disagg needs an MoE model (llama-3.3-70b is dense)" in problem["detail"]

@@ -159,6 +159,8 @@ def _read_fit(path: Path) -> FitFile:
         return _strict(FitFile, raw)
     except ValidationError as exc:
         raise CatalogError(f"{path}: {describe_errors(exc)}") from exc
+    except CatalogError as exc:
+        raise CatalogError(f"{path}: {exc}") from exc
 
 
 def _apply_fit(path: Path, devices: dict[str, Device]) -> dict[str, Device]:

@@ -54,11 +54,10 @@ def validation_line(exc: ValidationError) -> str:
     return describe_errors(exc)
 
 
-def time_limit_or_fail(option: str, value: float) -> float:
-    """A solver time limit: positive, finite, at most MAX_TIME_LIMIT_S seconds."""
+def check_time_limit(option: str, value: float) -> None:
+    """Exit 2 unless ``value`` is a solver time limit: positive, finite, at most MAX_TIME_LIMIT_S seconds."""
     if not (math.isfinite(value) and 0 < value <= MAX_TIME_LIMIT_S):
         fail(f"{option}: must be a number of seconds in (0, {MAX_TIME_LIMIT_S:g}] (got {excerpt(value)})")
-    return value
 
 
 def print_json(payload: Any) -> None:
@@ -271,7 +270,7 @@ def plan_command(
     from planner.optimize import PlanOptions, plan_workload
 
     catalog = catalog_or_fail()
-    time_limit_or_fail("--time-limit-s", time_limit_s)
+    check_time_limit("--time-limit-s", time_limit_s)
     if not 0 <= gap < 1:
         fail(f"--gap: must be in [0, 1) (got {excerpt(gap)})")
     overrides = {"power_budget_kw": power_budget_kw, "objective": objective.value if objective else None,

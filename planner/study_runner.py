@@ -46,8 +46,7 @@ RETRIES_AFTER_CRASH = 1
 PR_SET_PDEATHSIG = 1
 #: where prctl is missing, how often a worker checks that its parent is alive (s)
 PARENT_POLL_S = 1.0
-WORKLOAD_FIELDS_IN_ORDER = tuple(Workload.model_fields)
-WORKLOAD_FIELDS = frozenset(WORKLOAD_FIELDS_IN_ORDER)
+WORKLOAD_FIELDS = tuple(Workload.model_fields)
 
 
 def load_study(path: str | Path) -> StudySpec:
@@ -60,11 +59,11 @@ def load_study(path: str | Path) -> StudySpec:
     if isinstance(base, str):
         base_path = path.parent / base
         base_doc = read_document(base_path)
-        unknown = sorted(map(str, set(base_doc) - WORKLOAD_FIELDS)) if isinstance(base_doc, dict) else []
+        unknown = sorted(map(str, set(base_doc) - set(WORKLOAD_FIELDS))) if isinstance(base_doc, dict) else []
         if not isinstance(base_doc, dict) or unknown:
             found = f" (it has {excerpt(unknown[:8])})" if unknown else ""
             raise InputFileError(f"{path}: base: {base_path} is not a workload{found}; a workload is a mapping "
-                                 f"of {', '.join(WORKLOAD_FIELDS_IN_ORDER)}")
+                                 f"of {', '.join(WORKLOAD_FIELDS)}")
         raw = {**raw, "base": base_doc}
     return StudySpec.model_validate(raw)
 

@@ -29,8 +29,12 @@ from planner.perf.model import (
     transfer_s,
 )
 from planner.queueing import DECODE_UTILIZATION, max_utilization, md1_wait_s
-from planner.schema import Device, RequestClass, Workload
+from planner.schema import STRATEGIES, RequestClass, Workload
 from planner.units import ms_to_s, s_to_ms
+
+
+class StrategyError(ValueError):
+    """A serving strategy the workload's model cannot use."""
 
 
 @dataclass(frozen=True)
@@ -85,7 +89,14 @@ class Candidate:
 def generate_candidates(workload: Workload, catalog: Catalog, graph: nx.DiGraph,
                         options: CandidateOptions = CandidateOptions(),
                         costs: CostModel | None = None) -> tuple[list[Candidate], list[str]]:
-    """All non-dominated SLO-feasible candidates, and notes on devices that were skipped."""
+    """All non-dominated SLO-feasible candidates, and notes on devices that were skipped.
+
+    Raises StrategyError (bad input) when the workload allows a strategy its model cannot use.
+    """
+    arch = catalog.model(workload.model)
+    if "af_disagg" in workload.strategies and not arch.is_moe:
+        raise StrategyError(f"strategies: af_disagg needs an MoE model ({workload.model} is dense); "
+                            f"allowed for it: {', '.join(s for s in STRATEGIES if s != 'af_disagg')}")
     costs = costs or RooflineModel(catalog)
     model = costs.profile(workload.model, workload.dtype, workload.kv_dtype)
     draft = None

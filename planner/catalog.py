@@ -1,24 +1,30 @@
 """The only reader of ``catalogs/``: hardware and model YAML files into a validated, immutable Catalog.
 
 Hardware numbers are written as sourced mappings ``{value, source, estimate}``; the loader keeps the
-value in the Device and the source in ``Device.provenance`` under the field's dotted path. A
-malformed entry raises CatalogError naming the file, the entry and the field.
+value in the Device and the source in ``Device.provenance`` under the field's dotted path. Files are
+read within the input limits of ``planner.files`` (size, depth, aliases; duplicate keys refused) and
+validated strictly: a number written as a string is an error, as is an infinite one. A malformed
+file or entry raises CatalogError naming the file, the entry and the field.
 """
 
 from __future__ import annotations
 
+import json
 import os
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, Mapping
+from typing import Annotated, Any, Mapping, TypeVar
 
 import yaml
-from pydantic import ValidationError
+from pydantic import Field, ValidationError
 
-from planner.schema import Band, Device, FamilyCalibration, ModelArch, Provenance
+from planner.files import InputFileError, read_document
+from planner.messages import describe_errors, excerpt
+from planner.schema import Band, Device, FamilyCalibration, Frozen, Id, ModelArch, Provenance
 
+M = TypeVar("M", bound=Frozen)
 DEFAULT_CATALOG_DIR = Path(__file__).resolve().parent.parent / "catalogs"
 
 
@@ -65,21 +71,22 @@ def catalog_dir() -> Path:
 def load_catalog(root: Path | None = None, apply_fit: bool = True) -> Catalog:
     """Load and validate every hardware and model file under ``root`` (cached per directory).
 
-    With ``apply_fit``, efficiency factors fitted to published measurements
-    (``calibration/fit.yaml``) replace the hardware files' priors for the devices of each family.
+    Every device takes its family's structural priors (``calibration/families.yaml``); with
+    ``apply_fit``, the terms fitted to published measurements (``calibration/fit.yaml``) replace the
+    priors for the devices of each fitted family.
     """
     root = Path(root) if root is not None else catalog_dir()
     devices: dict[str, Device] = {}
     for path in sorted((root / "hardware").glob("*.yaml")):
         for device in _read_hardware_file(path):
             if device.id in devices:
-                raise CatalogError(f"{path.name}: device {device.id!r} is defined twice")
+                raise CatalogError(f"{path}: device {device.id!r} is defined twice")
             devices[device.id] = device
     models: dict[str, ModelArch] = {}
     for path in sorted((root / "models").glob("*.yaml")):
         model = _read_model_file(path)
         if model.id in models:
-            raise CatalogError(f"{path.name}: model {model.id!r} is defined twice")
+            raise CatalogError(f"{path}: model {model.id!r} is defined twice")
         models[model.id] = model
     if not devices or not models:
         raise CatalogError(f"{root}: no hardware or no model files found")
@@ -92,20 +99,23 @@ def load_catalog(root: Path | None = None, apply_fit: bool = True) -> Catalog:
 
 
 def load_measurements(root: Path | None = None) -> list:
-    """Published measurements (``calibration/measurements.yaml``), validated."""
+    """Published measurements (``calibration/measurements.yaml``), validated strictly."""
     from planner.calibration import Measurement
 
     root = Path(root) if root is not None else catalog_dir()
-    raw = _read_yaml(root / "calibration" / "measurements.yaml") or []
+    path = root / "calibration" / "measurements.yaml"
+    raw = _read_yaml(path) or []
     if not isinstance(raw, list):
-        raise CatalogError("measurements.yaml: expected a list of records")
+        raise CatalogError(f"{path}: expected a list of measurement records")
     measurements = []
     for i, entry in enumerate(raw):
+        entry_id = entry.get("id", "?") if isinstance(entry, dict) else "?"
         try:
-            measurements.append(Measurement.model_validate(entry))
+            measurements.append(_strict(Measurement, entry))
         except ValidationError as exc:
-            entry_id = entry.get("id", "?") if isinstance(entry, dict) else "?"
-            raise CatalogError(f"measurements.yaml: record {i} ({entry_id}): {_describe(exc)}") from exc
+            raise CatalogError(f"{path}: record {i} ({excerpt(entry_id)}): {describe_errors(exc)}") from exc
+        except CatalogError as exc:
+            raise CatalogError(f"{path}: record {i} ({excerpt(entry_id)}): {exc}") from exc
     return measurements
 
 
@@ -127,93 +137,148 @@ FAMILY_TERMS = ("layer_latency_us", "moe_layer_latency_us", "step_overhead_us", 
                 "collective_efficiency")
 
 
-def load_families(root: Path | None = None) -> dict:
-    """``calibration/families.yaml``: families, their devices, default and per-family priors, prior spreads."""
+class FamilyEntry(Frozen):
+    """One family of ``calibration/families.yaml``: its devices and its own priors (sourced mappings)."""
+
+    name: str = Field(min_length=1)
+    devices: tuple[Id, ...] = Field(min_length=1)
+    priors: dict[str, Any] = Field(default_factory=dict)
+
+
+class FamiliesFile(Frozen):
+    """``calibration/families.yaml``: prior spreads, default priors and the families."""
+
+    prior_log_sd: dict[str, Annotated[float, Field(gt=0)]] = Field(default_factory=dict)
+    default_priors: dict[str, Any] = Field(default_factory=dict)
+    families: tuple[FamilyEntry, ...] = ()
+
+
+class FitFamily(Frozen):
+    """One fitted family of ``calibration/fit.yaml``."""
+
+    name: str = Field(min_length=1)
+    params: dict[str, Annotated[float, Field(ge=0)]] = Field(default_factory=dict)
+    records: tuple[str, ...] = ()
+    fitted_on_check_records: bool = False
+    loss: float | None = None
+    bands: dict[str, tuple[Annotated[float, Field(gt=0)], Annotated[float, Field(gt=0)]]] = Field(default_factory=dict)
+    coverage: dict[str, Any] = Field(default_factory=dict)
+
+
+class FitFile(Frozen):
+    """``calibration/fit.yaml``: the fitted terms per family and each record's predicted/measured ratios."""
+
+    date: str | None = None
+    cost_model: str = ""
+    summary: dict[str, Any] = Field(default_factory=dict)
+    families: tuple[FitFamily, ...] = ()
+    residuals_predicted_over_measured: dict[str, dict[str, float | None]] = Field(default_factory=dict)
+
+
+def _read_checked(model: type[M], path: Path) -> M:
+    raw = _read_yaml(path) or {}
+    try:
+        return _strict(model, raw)
+    except ValidationError as exc:
+        raise CatalogError(f"{path}: {describe_errors(exc)}") from exc
+    except CatalogError as exc:
+        raise CatalogError(f"{path}: {exc}") from exc
+
+
+def load_families(root: Path | None = None) -> FamiliesFile:
+    """``calibration/families.yaml``, validated (an empty one when the file is absent)."""
     root = Path(root) if root is not None else catalog_dir()
     path = root / "calibration" / "families.yaml"
-    raw = _read_yaml(path) if path.exists() else {}
-    if not isinstance(raw, dict) or not isinstance(raw.get("families", []), list):
-        raise CatalogError(f"{path.name}: expected a mapping with a list 'families'")
-    return raw
+    return _read_checked(FamiliesFile, path) if path.exists() else FamiliesFile()
 
 
 def _apply_families(path: Path, devices: dict[str, Device]) -> tuple[dict[str, Device], dict[str, FamilyCalibration]]:
     """Set each device's family and the family's priors of the structural terms (with their sources)."""
-    raw = load_families(path.parent.parent) if path.exists() else {"families": []}
-    defaults = raw.get("default_priors", {}) or {}
+    raw = load_families(path.parent.parent)
     out, families = dict(devices), {}
-    for family in raw["families"]:
-        name = family.get("name")
-        members = tuple(family.get("devices", ()))
-        priors = {**defaults, **(family.get("priors") or {})}
+    for family in raw.families:
+        priors = {**raw.default_priors, **family.priors}
         provenance: dict[str, Provenance] = {}
         try:
             values = _unwrap({k: priors[k] for k in FAMILY_TERMS if k in priors}, "efficiency", provenance)
         except CatalogError as exc:
-            raise CatalogError(f"{path.name}: family {name!r}: {exc}") from exc
-        for device_id in members:
+            raise CatalogError(f"{path}: family {family.name!r}: {exc}") from exc
+        for device_id in family.devices:
             if device_id not in out:
-                raise CatalogError(f"{path.name}: family {name!r} names unknown device {device_id!r}")
+                raise CatalogError(f"{path}: family {family.name!r} names unknown device {device_id!r}")
             device = out[device_id]
-            out[device_id] = device.model_copy(update={**values, "family": name,
-                                                       "provenance": {**device.provenance, **provenance}})
-        families[name] = FamilyCalibration(name=name, devices=members)
+            try:
+                out[device_id] = _strict(Device, {**device.model_dump(), **values, "family": family.name,
+                                                  "provenance": {k: p.model_dump() for k, p in
+                                                                 {**device.provenance, **provenance}.items()}})
+            except ValidationError as exc:
+                raise CatalogError(f"{path}: family {family.name!r}: {describe_errors(exc)}") from exc
+        families[family.name] = FamilyCalibration(name=family.name, devices=family.devices)
     return out, families
 
 
 def _apply_fit(path: Path, devices: dict[str, Device], families: dict[str, FamilyCalibration]):
     """Replace the priors of every fitted family's devices by the fitted terms; record bands and coverage."""
-    fit = _read_yaml(path) or {}
+    fit = _read_checked(FitFile, path)
     out, fams = dict(devices), dict(families)
-    for family in fit.get("families", []):
-        name = family.get("name")
-        if name not in fams:
-            raise CatalogError(f"{path.name}: family {name!r} is not in families.yaml")
-        params = {k: float(v) for k, v in (family.get("params") or {}).items() if k in FITTED_TERMS}
-        records = family.get("records", [])
-        if not params or not records:
+    for family in fit.families:
+        if family.name not in fams:
+            raise CatalogError(f"{path}: family {family.name!r} is not in families.yaml")
+        params = {k: v for k, v in family.params.items() if k in FITTED_TERMS}
+        if not params or not family.records:
             continue
-        source = (f"fitted to {len(records)} published measurements, family {name} "
-                  f"(catalogs/calibration/fit.yaml, {fit.get('date', '?')})")
-        for device_id in fams[name].devices:
+        source = (f"fitted to {len(family.records)} published measurements, family {family.name} "
+                  f"(catalogs/calibration/fit.yaml, {fit.date})")
+        for device_id in fams[family.name].devices:
             device = out[device_id]
             provenance = {**device.provenance, **{f"efficiency.{k}": Provenance(source=source) for k in params}}
-            out[device_id] = device.model_copy(update={**params, "provenance": provenance})
-        coverage = family.get("coverage", {}) or {}
-        fams[name] = fams[name].model_copy(update={
-            "records": len(records), "fitted": True, "date": str(fit.get("date", "")),
-            "checks_only": bool(family.get("fitted_on_check_records", False)),
-            "bands": {k: Band(low=v[0], high=v[1]) for k, v in (family.get("bands") or {}).items()},
-            "dtypes": tuple(coverage.get("dtypes", ())), "max_tp": int(coverage.get("max_tp", 0)),
-            "max_isl": int(coverage.get("max_isl", 0)), "max_batch": int(coverage.get("max_batch", 0)),
+            try:
+                out[device_id] = device.model_validate({**device.model_dump(), **params,
+                                                         "provenance": {k: p.model_dump() for k, p in provenance.items()}})
+            except ValidationError as exc:
+                raise CatalogError(f"{path}: family {family.name!r}: {describe_errors(exc)}") from exc
+        cov = family.coverage
+        fams[family.name] = fams[family.name].model_copy(update={
+            "records": len(family.records), "fitted": True, "date": str(fit.date),
+            "checks_only": family.fitted_on_check_records,
+            "bands": {k: Band(low=v[0], high=v[1]) for k, v in family.bands.items()},
+            "dtypes": tuple(cov.get("dtypes", ())), "max_tp": int(cov.get("max_tp", 0)),
+            "max_isl": int(cov.get("max_isl", 0)), "max_batch": int(cov.get("max_batch", 0)),
         })
     return out, fams
 
 
 def _read_yaml(path: Path) -> Any:
     try:
-        return yaml.safe_load(path.read_text())
-    except yaml.YAMLError as exc:
-        raise CatalogError(f"{path.name}: not valid YAML ({exc})") from exc
+        return read_document(path)
+    except InputFileError as exc:
+        raise CatalogError(str(exc)) from exc
 
 
-def _describe(exc: ValidationError) -> str:
-    return "; ".join(f"{'.'.join(str(p) for p in e['loc']) or '(entry)'}: {e['msg']}" for e in exc.errors())
+def _strict(model: type[M], raw: Any) -> M:
+    """Validate ``raw`` in pydantic's strict JSON mode: "700" is not a number, a list may fill a tuple."""
+    try:
+        text = json.dumps(raw, default=str)
+    except (TypeError, ValueError) as exc:  # keys YAML allows and JSON does not, e.g. a list as a key
+        raise CatalogError(f"not a plain mapping of names to values ({exc})") from exc
+    return model.model_validate_json(text, strict=True)
 
 
 def _read_model_file(path: Path) -> ModelArch:
     raw = _read_yaml(path)
     entry = raw.get("id", "?") if isinstance(raw, dict) else "?"
     try:
-        return ModelArch.model_validate(raw)
+        return _strict(ModelArch, raw)
     except ValidationError as exc:
-        raise CatalogError(f"{path.name}: model {entry!r}: {_describe(exc)}") from exc
+        raise CatalogError(f"{path}: model {excerpt(entry)}: {describe_errors(exc)}") from exc
+    except CatalogError as exc:
+        raise CatalogError(f"{path}: model {excerpt(entry)}: {exc}") from exc
 
 
 def _read_hardware_file(path: Path) -> list[Device]:
     raw = _read_yaml(path)
     if not isinstance(raw, dict) or not isinstance(raw.get("devices"), list) or "vendor" not in raw:
-        raise CatalogError(f"{path.name}: expected a mapping with 'vendor' and a list 'devices'")
+        raise CatalogError(f"{path}: expected a mapping with 'vendor' and a list 'devices'")
     return [_device(path, raw["vendor"], entry) for entry in raw["devices"]]
 
 
@@ -233,13 +298,13 @@ def _device(path: Path, vendor: str, entry: Any) -> Device:
             "mfu": efficiency.get("mfu"),
             "mbu": efficiency.get("mbu"),
             "layer_latency_us": efficiency.get("layer_latency_us"),
-            "provenance": provenance,
+            "provenance": {k: p.model_dump() for k, p in provenance.items()},
         }
-        return Device.model_validate(flat)
+        return _strict(Device, flat)
     except ValidationError as exc:
-        raise CatalogError(f"{path.name}: device {entry_id!r}: {_describe(exc)}") from exc
+        raise CatalogError(f"{path}: device {excerpt(entry_id)}: {describe_errors(exc)}") from exc
     except (CatalogError, AttributeError, TypeError) as exc:
-        raise CatalogError(f"{path.name}: device {entry_id!r}: {exc}") from exc
+        raise CatalogError(f"{path}: device {excerpt(entry_id)}: {exc}") from exc
 
 
 def _unwrap(node: Any, path: str, provenance: dict[str, Provenance]) -> Any:

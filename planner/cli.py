@@ -1,11 +1,13 @@
 """The ``siliconmix`` command: rich tables for people, ``--json`` for machines.
 
 Exit codes: 0 ok, 1 infeasible or failed, 2 bad input (one readable line, never a traceback).
+Messages are printed as plain text: a ``[...]`` in a value is shown, not read as rich markup.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import sys
 from enum import Enum
 from pathlib import Path
@@ -14,13 +16,16 @@ from typing import Any, NoReturn
 import typer
 from pydantic import ValidationError
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 from planner.catalog import CatalogError, UnknownId, load_catalog
 from planner.estimate import DoesNotFit, estimate
 from planner.perf.model import UnsupportedDtype
 from planner.files import InputFileError, read_document, write_json
-from planner.schema import EstimateRequest, Workload
+from planner.messages import describe_errors, excerpt, one_line
+from planner.schema import MAX_TIME_LIMIT_S, EstimateRequest, Workload
 from planner.units import BYTES_PER_GB, PARAMS_PER_BILLION, WATTS_PER_KW
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Heterogeneous placement optimizer for LLM inference.")
@@ -33,19 +38,26 @@ class CatalogKind(str, Enum):
     models = "models"
 
 
+#: longest error line printed, in characters (each echoed value is cut shorter, see planner.messages)
+MAX_ERROR_CHARS = 2000
+
+
 def fail(message: str, code: int = 2) -> NoReturn:
-    """Print one readable line on stderr and exit with ``code``."""
-    Console(stderr=True).print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
+    """Print one readable line on stderr (as plain text, never markup) and exit with ``code``."""
+    line = Text.assemble(("error:", "bold red"), " ", one_line(message, MAX_ERROR_CHARS))
+    Console(stderr=True).print(line, highlight=False, soft_wrap=True)
     raise typer.Exit(code)
 
 
 def validation_line(exc: ValidationError) -> str:
-    """One line naming each wrong field, what was wrong and the given value."""
-    parts = []
-    for err in exc.errors():
-        field = ".".join(str(p) for p in err["loc"]) or "input"
-        parts.append(f"{field}: {err['msg']} (got {err.get('input')!r})")
-    return "; ".join(parts)
+    """One line naming each wrong field, what was wrong and the given value (scalars, cut short)."""
+    return describe_errors(exc)
+
+
+def check_time_limit(option: str, value: float) -> None:
+    """Exit 2 unless ``value`` is a solver time limit: positive, finite, at most MAX_TIME_LIMIT_S seconds."""
+    if not (math.isfinite(value) and 0 < value <= MAX_TIME_LIMIT_S):
+        fail(f"{option}: must be a number of seconds in (0, {MAX_TIME_LIMIT_S:g}] (got {excerpt(value)})")
 
 
 def print_json(payload: Any) -> None:
@@ -183,10 +195,10 @@ def load_workload(path: Path, overrides: dict) -> Workload:
     raw = read_document(path)
     if not isinstance(raw, dict):
         raise InputFileError(f"{path}: a workload is a mapping (model, classes, constraints, ...)")
-    constraints = dict(raw.get("constraints") or {})
-    for key in ("power_budget_kw", "devices"):
-        if overrides.get(key) is not None:
-            constraints[key] = overrides[key]
+    constraints = raw.get("constraints", {})
+    if isinstance(constraints, dict):  # anything else is left for validation to name
+        constraints = {**constraints, **{k: overrides[k] for k in ("power_budget_kw", "devices")
+                                         if overrides.get(k) is not None}}
     merged = {**raw, "constraints": constraints}
     if overrides.get("objective") is not None:
         merged["objective"] = overrides["objective"]
@@ -211,10 +223,9 @@ def plan_command(
     from planner.optimize import PlanOptions, plan_workload
 
     catalog = catalog_or_fail()
-    if time_limit_s <= 0:
-        fail(f"--time-limit-s: must be positive (got {time_limit_s})")
+    check_time_limit("--time-limit-s", time_limit_s)
     if not 0 <= gap < 1:
-        fail(f"--gap: must be in [0, 1) (got {gap})")
+        fail(f"--gap: must be in [0, 1) (got {excerpt(gap)})")
     overrides = {"power_budget_kw": power_budget_kw, "objective": objective.value if objective else None,
                  "devices": [d.strip() for d in devices.split(",") if d.strip()] if devices else None}
     try:
@@ -228,7 +239,10 @@ def plan_command(
         fail(str(exc))
     payload = plan.model_dump(mode="json")
     if output is not None:
-        write_json(output, payload)
+        try:
+            write_json(output, payload)
+        except OSError as exc:
+            fail(f"{output}: cannot write the plan ({exc.strerror or exc})", code=1)
     if as_json:
         print_json(payload)
     else:
@@ -240,7 +254,8 @@ def plan_command(
 def show_plan(plan) -> None:
     """A rich summary: headline, pools, classes, totals, baseline and what binds."""
     if plan.status == "infeasible":
-        console.print(f"[bold red]infeasible[/]: {plan.diagnosis.message}", highlight=False)
+        reason = plan.diagnosis.message if plan.diagnosis else "the solver found no plan"
+        console.print(f"[bold red]infeasible[/]: {escape(reason)}", highlight=False)
         return
     console.print(f"[bold]{plan.model}[/]  status [bold]{plan.status}[/]  objective {plan.objective}  "
                   f"goodput scale [bold]{plan.goodput_scale:.3f}[/] x the workload's rates  "
@@ -265,14 +280,14 @@ def show_plan(plan) -> None:
     t = plan.totals
     by_type = ", ".join(f"{n} {d}" for d, n in t.devices_by_type.items())
     console.print(f"totals: {t.devices} devices ({by_type}); {t.power_kw:,.1f} kW facility ({t.it_power_kw:,.1f} kW IT); "
-                  f"${t.cost_usd_per_hour:,.2f}/h; capex ${t.capex_usd:,.0f}", highlight=False)
+                  f"${t.cost_usd_per_hour:,.2f}/h; capex ${t.capex_usd:,.0f}", highlight=False, markup=False)
     if plan.baseline is not None and plan.baseline.device is not None:
         gain = f"; gain {plan.gain:.2f}x" if plan.gain else ""
         console.print(f"best homogeneous fleet: {plan.baseline.device} at goodput scale {plan.baseline.goodput_scale:.3f} "
-                      f"({plan.baseline.power_kw:,.1f} kW, ${plan.baseline.cost_usd_per_hour:,.2f}/h){gain}", highlight=False)
-    console.print(f"binding: {', '.join(plan.binding_constraints) or 'none'}", highlight=False)
+                      f"({plan.baseline.power_kw:,.1f} kW, ${plan.baseline.cost_usd_per_hour:,.2f}/h){gain}", highlight=False, markup=False)
+    console.print(f"binding: {', '.join(plan.binding_constraints) or 'none'}", highlight=False, markup=False)
     if plan.verification is not None:
-        verdict = "[green]all constraints hold[/]" if plan.verification.ok else f"[red]{'; '.join(plan.verification.messages)}[/]"
+        verdict = "[green]all constraints hold[/]" if plan.verification.ok else f"[red]{escape('; '.join(plan.verification.messages))}[/]"
         console.print(f"verification (recomputed without the solver): {verdict}", highlight=False)
 
 
@@ -281,8 +296,14 @@ def _ms(value: float | None) -> str:
 
 
 def main() -> None:
-    """Console-script entry point."""
-    app()
+    """Console-script entry point; an error no command expected is still one line (exit 1), not a traceback."""
+    try:
+        app()
+    except Exception as exc:  # noqa: BLE001 - the last line of defence of "never a traceback"
+        try:
+            fail(f"internal error: {type(exc).__name__}: {exc}", code=1)
+        except typer.Exit as done:
+            sys.exit(done.exit_code)
 
 
 # Commands that live in their own modules register themselves on `app` when imported (one line each).

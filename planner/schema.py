@@ -1,8 +1,8 @@
 """Domain types (pydantic v2, frozen): hardware, model architectures, workloads, estimates.
 
 Units live in field names (``capacity_gb``, ``bandwidth_tb_s``, ``tdp_w``, ``ttft_ms``), all
-decimal SI. Validation is strict: an unknown field, a non-positive size or an unknown dtype is
-rejected with a message that names the field.
+decimal SI. Validation is strict: an unknown field, a non-positive size, an infinite or NaN number, a value
+over its limit (``MAX_*`` below) or an unknown dtype is rejected with a message that names the field.
 """
 
 from __future__ import annotations
@@ -16,6 +16,15 @@ WeightsDtype = Literal["bf16", "fp16", "fp8", "int8", "fp4", "int4"]
 ComputeDtype = Literal["bf16", "fp8", "fp4", "int8"]
 TierName = Literal["hbm", "dram", "sram"]
 DeviceKind = Literal["gpu", "tpu", "asic", "wafer", "lpu", "dataflow"]
+#: limits of a workload (README "Limits"): requests/s per class, SLOs, budgets, lists, solver time
+MIN_RATE_RPS, MAX_RATE_RPS = 1e-3, 1e6  # below ~1e-6 the MILP's demand rows sink into solver tolerances
+MAX_SLO_MS = 3_600_000.0  # one hour
+MAX_POWER_BUDGET_KW = 1e7  # 10 GW
+MAX_COST_BUDGET_USD_PER_HOUR = 1e9
+MAX_INVENTORY = 1_000_000  # devices of one type
+MAX_CLASSES = 200
+MAX_DEVICES = 100  # ids in constraints.devices and in constraints.inventory
+MAX_TIME_LIMIT_S = 3600.0  # per MILP solve
 Positive = Annotated[float, Field(gt=0)]
 NonNegative = Annotated[float, Field(ge=0)]
 Fraction = Annotated[float, Field(gt=0, le=1)]
@@ -24,9 +33,9 @@ STRATEGIES: tuple[str, ...] = ("aggregated", "pd_disagg", "spec_decode", "af_dis
 
 
 class Frozen(BaseModel):
-    """Immutable, strict base: unknown fields are errors, not silently dropped."""
+    """Immutable, strict base: unknown fields are errors, not silently dropped; numbers are finite."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
 
 # --------------------------------------------------------------------------------------- hardware
@@ -229,15 +238,15 @@ class ModelArch(Frozen):
 class Slo(Frozen):
     """Latency objectives of a request class: time to first token and time per output token."""
 
-    ttft_ms: Positive
-    tpot_ms: Positive
+    ttft_ms: Annotated[float, Field(gt=0, le=MAX_SLO_MS)]
+    tpot_ms: Annotated[float, Field(gt=0, le=MAX_SLO_MS)]
 
 
 class RequestClass(Frozen):
     """One kind of traffic: arrival rate, prompt and answer lengths, prefix reuse, SLO."""
 
     name: Annotated[str, Field(pattern=r"^[A-Za-z0-9_.\-]+$", min_length=1, max_length=64)]
-    rate_rps: Positive
+    rate_rps: Annotated[float, Field(ge=MIN_RATE_RPS, le=MAX_RATE_RPS)]
     input_tokens: Annotated[int, Field(ge=1, le=10_000_000)]
     output_tokens: Annotated[int, Field(ge=1, le=1_000_000)]
     prefix_cache_hit: Annotated[float, Field(ge=0, lt=1)] = 0.0
@@ -255,11 +264,12 @@ class SpecDecodeSettings(Frozen):
 class Constraints(Frozen):
     """Limits the fleet must respect."""
 
-    power_budget_kw: Positive
+    power_budget_kw: Annotated[float, Field(gt=0, le=MAX_POWER_BUDGET_KW)]
     pue: Annotated[float, Field(ge=1, le=3)] = 1.2
-    devices: tuple[Id, ...] | None = Field(default=None, min_length=1)
-    inventory: dict[str, Annotated[int, Field(ge=0)]] = Field(default_factory=dict)
-    cost_budget_usd_per_hour: Positive | None = None
+    devices: tuple[Id, ...] | None = Field(default=None, min_length=1, max_length=MAX_DEVICES)
+    inventory: dict[Id, Annotated[int, Field(ge=0, le=MAX_INVENTORY)]] = Field(default_factory=dict,
+                                                                             max_length=MAX_DEVICES)
+    cost_budget_usd_per_hour: Annotated[float, Field(gt=0, le=MAX_COST_BUDGET_USD_PER_HOUR)] | None = None
 
     @model_validator(mode="after")
     def _distinct_devices(self) -> Constraints:
@@ -278,7 +288,7 @@ class Workload(Frozen):
     model: Id
     dtype: WeightsDtype = "bf16"
     kv_dtype: WeightsDtype | None = None  # default: fp8 for 4-bit weights, else the weights dtype
-    classes: tuple[RequestClass, ...] = Field(min_length=1, max_length=200)
+    classes: tuple[RequestClass, ...] = Field(min_length=1, max_length=MAX_CLASSES)
     strategies: tuple[Strategy, ...] = ("aggregated", "pd_disagg")
     spec_decode: SpecDecodeSettings | None = None
     constraints: Constraints

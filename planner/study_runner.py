@@ -4,17 +4,22 @@ arrives (so a killed study resumes where it stopped), then the tables, frontiers
 Executors: a local process pool (spawned workers, recycled every ``max_tasks_per_child`` scenarios
 because solver libraries leak) or Dask distributed (``Client(address).get_executor()``, or a
 ``LocalCluster`` of single-threaded worker processes). Scenario results are identical either way:
-every worker loads the same catalog and solves with one thread and a fixed seed.
+every worker loads the same catalog and solves with one thread and a fixed seed. Local workers die
+with the process that started them, even when it is killed with SIGKILL.
 """
 
 from __future__ import annotations
 
+import ctypes
 import datetime
 import hashlib
 import json
 import logging
 import multiprocessing
 import os
+import signal
+import sys
+import threading
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import BrokenExecutor, Executor, Future, ProcessPoolExecutor, as_completed
@@ -28,6 +33,8 @@ import yaml
 
 from planner.catalog import Catalog, load_catalog
 from planner.files import InputFileError, read_document
+from planner.messages import excerpt
+from planner.schema import Workload
 from planner.study import (
     RESULT_COLUMNS, Analysis, Scenario, StudySpec, analyse, error_row, expand, result_row, table_row, with_prices,
 )
@@ -35,6 +42,11 @@ from planner.study import (
 JOURNAL = "rows.jsonl"
 #: times a scenario is resubmitted after its worker process died (a crash breaks the whole pool)
 RETRIES_AFTER_CRASH = 1
+#: Linux prctl(2) option: the signal a process gets when the thread that started it exits
+PR_SET_PDEATHSIG = 1
+#: where prctl is missing, how often a worker checks that its parent is alive (s)
+PARENT_POLL_S = 1.0
+WORKLOAD_FIELDS = tuple(Workload.model_fields)
 
 
 def load_study(path: str | Path) -> StudySpec:
@@ -45,9 +57,13 @@ def load_study(path: str | Path) -> StudySpec:
         raise InputFileError(f"{path}: a study is a mapping (name, base, axes, ...)")
     base = raw.get("base")
     if isinstance(base, str):
-        base_doc = read_document(path.parent / base)
-        if not isinstance(base_doc, dict):
-            raise InputFileError(f"{path.parent / base}: a workload is a mapping (model, classes, constraints, ...)")
+        base_path = path.parent / base
+        base_doc = read_document(base_path)
+        unknown = sorted(map(str, set(base_doc) - set(WORKLOAD_FIELDS))) if isinstance(base_doc, dict) else []
+        if not isinstance(base_doc, dict) or unknown:
+            found = f" (it has {excerpt(unknown[:8])})" if unknown else ""
+            raise InputFileError(f"{path}: base: {base_path} is not a workload{found}; a workload is a mapping "
+                                 f"of {', '.join(WORKLOAD_FIELDS)}")
         raw = {**raw, "base": base_doc}
     return StudySpec.model_validate(raw)
 
@@ -76,12 +92,35 @@ class RecyclingProcessPool(ProcessPoolExecutor):
             self._spawn_process()
 
 
+def die_with_parent(parent_pid: int) -> None:
+    """Worker initializer: end this process as soon as ``parent_pid`` (the study) dies, SIGKILL included.
+
+    Linux: the kernel sends SIGKILL on the parent's death (prctl PR_SET_PDEATHSIG), even mid-solve in C.
+    Elsewhere: a daemon thread polls the parent pid. Either way, a parent already gone ends the worker now.
+    """
+    if sys.platform.startswith("linux"):
+        libc = ctypes.CDLL(None, use_errno=True)
+        if libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) != 0:
+            raise OSError(ctypes.get_errno(), "prctl(PR_SET_PDEATHSIG) failed")
+    else:
+        threading.Thread(target=_watch_parent, args=(parent_pid,), daemon=True, name="parent-watch").start()
+    if os.getppid() != parent_pid:
+        os._exit(1)
+
+
+def _watch_parent(parent_pid: int) -> None:
+    while os.getppid() == parent_pid:
+        time.sleep(PARENT_POLL_S)
+    os._exit(1)
+
+
 @contextmanager
 def open_executor(spec: ExecutorSpec) -> Iterator[Executor]:
     """A ``concurrent.futures.Executor`` for ``spec``; pending work is cancelled on the way out."""
     if spec.kind == "local":
         pool = RecyclingProcessPool(max_workers=spec.workers, mp_context=multiprocessing.get_context("spawn"),
-                                    max_tasks_per_child=spec.max_tasks_per_child)
+                                    max_tasks_per_child=spec.max_tasks_per_child,
+                                    initializer=die_with_parent, initargs=(os.getpid(),))
         try:
             yield pool
         finally:
@@ -112,7 +151,6 @@ def scenario_task(scenario: Scenario, spec: StudySpec) -> dict:
 def solve_scenario(task: dict) -> dict:
     """Solve one scenario in a worker process; any error becomes a row with its reason, never a raise."""
     from planner.optimize import PlanOptions, plan_workload
-    from planner.schema import Workload
 
     start = time.perf_counter()
     try:
@@ -150,11 +188,20 @@ class Journal:
         self.path = path
 
     def load(self) -> dict[str, dict]:
-        """Finished results by run key; a line cut short by a kill is ignored."""
+        """Finished results by run key.
+
+        A last line without its newline was cut short by a kill: it is cut off the file (so the next
+        record starts a line of its own) and its scenario is solved again.
+        """
         if not self.path.exists():
             return {}
+        data = self.path.read_bytes()
+        if data and not data.endswith(b"\n"):
+            data = data[:data.rfind(b"\n") + 1]
+            with self.path.open("r+b") as fh:
+                fh.truncate(len(data))
         out = {}
-        for line in self.path.read_text().splitlines():
+        for line in data.decode("utf-8", errors="replace").splitlines():
             try:
                 record = json.loads(line)
                 out[record["run_key"]] = record

@@ -33,7 +33,7 @@ def calibrate_command(
     try:
         measurements = load_measurements()
         priors = load_catalog(apply_fit=False)
-        prior_log_sd = load_families().get("prior_log_sd", {})
+        prior_log_sd = load_families().prior_log_sd
         cal = calibrate(measurements, priors, prior_log_sd, leave_one_out="exact" if exact else loo)
         stored = load_catalog()
     except CatalogError as exc:

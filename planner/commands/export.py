@@ -46,7 +46,7 @@ def export_command(
     except (ExportInputError, StudyResultsError) as exc:
         fail(str(exc))
     except (OSError, XlsxWriterException) as exc:
-        fail(f"{output or source}: cannot write ({getattr(exc, 'strerror', None) or exc})")
+        fail(f"{output or source}: cannot write ({getattr(exc, 'strerror', None) or exc})", code=1)
 
 
 def _export_plan(source: Path, fmt: str, output: Path | None) -> None:
@@ -67,7 +67,7 @@ def _export_plan(source: Path, fmt: str, output: Path | None) -> None:
     tco = book.tco
     cost = f", ${tco.usd_per_million_tokens:,.3f} per million output tokens owned" if tco.usd_per_million_tokens else ""
     console.print(f"wrote {target}: {sum(line.devices for line in book.lines):,} devices of {len(book.lines)} types, "
-                  f"capex ${tco.capex_usd:,.0f}, {tco.facility_power_kw:,.1f} kW facility{cost}", highlight=False)
+                  f"capex ${tco.capex_usd:,.0f}, {tco.facility_power_kw:,.1f} kW facility{cost}", highlight=False, markup=False)
     if not catalog_matches_plan(plan, book):
         console.print(f"[yellow]note:[/] the catalog changed since planning: capex ${tco.capex_usd:,.0f} and "
                       f"{tco.it_power_kw:,.1f} kW IT now, ${plan.totals.capex_usd:,.0f} and "
@@ -80,10 +80,10 @@ def _export_study(folder: Path, fmt: str, output: Path | None) -> None:
     target = _target(output, default, folder / "results.csv")
     if fmt == "xlsx":
         frontier = write_study_workbook(table, target, title=folder.name)
-        console.print(f"wrote {target}: {len(table.rows)} scenarios, {len(frontier)} on the frontier", highlight=False)
+        console.print(f"wrote {target}: {len(table.rows)} scenarios, {len(frontier)} on the frontier", highlight=False, markup=False)
     else:
         write_scenarios_csv(table, target)
-        console.print(f"wrote {target}: {len(table.rows)} scenarios with a frontier column", highlight=False)
+        console.print(f"wrote {target}: {len(table.rows)} scenarios with a frontier column", highlight=False, markup=False)
 
 
 def _target(output: Path | None, default: Path, source: Path) -> Path:

@@ -16,6 +16,9 @@ from planner.catalog import CatalogError
 from planner.cli import app, catalog_or_fail, console, fail, print_json, validation_line
 from planner.files import InputFileError
 
+#: most local worker processes (or local Dask workers) one study starts
+MAX_WORKERS = 256
+
 
 class ExecutorChoice(str, Enum):
     local = "local"
@@ -47,8 +50,8 @@ def study_command(
     from planner.study import StudyError, expand
     from planner.study_runner import ExecutorSpec, load_study, run_study
 
-    if workers < 1:
-        fail(f"--workers: must be at least 1 (got {workers})")
+    if not 1 <= workers <= MAX_WORKERS:
+        fail(f"--workers: must be in [1, {MAX_WORKERS}] (got {workers})")
     if max_tasks_per_child < 1:
         fail(f"--max-tasks-per-child: must be at least 1 (got {max_tasks_per_child})")
     if address is not None and executor is not ExecutorChoice.dask:
@@ -61,6 +64,8 @@ def study_command(
         fail(f"{study_file}: {validation_line(exc)}")
     except (InputFileError, StudyError) as exc:
         fail(f"{study_file}: {exc}" if isinstance(exc, StudyError) else str(exc))
+    except (TypeError, AttributeError, KeyError) as exc:  # expansion met a value of the wrong kind
+        fail(f"{study_file}: the axes cannot be applied to the base workload ({type(exc).__name__}: {exc})")
     out_dir = output or Path("out") / spec.name
     runner = ExecutorSpec(kind=executor.value, workers=workers, address=address, max_tasks_per_child=max_tasks_per_child)
     try:
@@ -103,7 +108,7 @@ def _report(summary, spec, out_dir: Path, as_json: bool) -> None:
         console.print(table)
     if spec.compare is not None:
         _print_comparison(summary, spec)
-    console.print(f"outputs in {out_dir}/: " + ", ".join(p.name for p in summary.outputs), highlight=False)
+    console.print(f"outputs in {out_dir}/: " + ", ".join(p.name for p in summary.outputs), highlight=False, markup=False)
 
 
 def _print_comparison(summary, spec) -> None:

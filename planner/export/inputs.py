@@ -7,7 +7,11 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from planner.files import InputFileError, read_text
 from planner.schema import Plan
+
+#: largest plan file read, in bytes (a plan of 200 classes and every strategy is a few MB)
+MAX_PLAN_BYTES = 20_000_000
 
 
 class ExportInputError(ValueError):
@@ -18,13 +22,15 @@ def read_plan(path: str | Path) -> Plan:
     """Parse and validate a plan file."""
     path = Path(path)
     try:
-        text = path.read_text()
-    except OSError as exc:
-        raise ExportInputError(f"{path}: cannot read ({exc.strerror or exc})") from exc
+        text = read_text(path, MAX_PLAN_BYTES)
+    except InputFileError as exc:
+        raise ExportInputError(str(exc)) from exc
     try:
         raw = json.loads(text)
     except json.JSONDecodeError as exc:
         raise ExportInputError(f"{path}: not JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})") from exc
+    except RecursionError as exc:
+        raise ExportInputError(f"{path}: not a siliconmix plan (JSON nested too deeply)") from exc
     if not isinstance(raw, dict) or "pools" not in raw or "totals" not in raw:
         raise ExportInputError(f"{path}: not a siliconmix plan (siliconmix plan WORKLOAD -o plan.json writes one)")
     try:

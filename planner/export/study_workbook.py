@@ -7,6 +7,7 @@ study's ``study.yaml``): the same series, the same scenarios, the same demand ru
 from __future__ import annotations
 
 import csv
+import io
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -104,7 +105,8 @@ def header(column: str) -> str:
 def write_study_workbook(table: StudyTable, path: str | Path, title: str = "") -> list[int]:
     """Write Scenarios and Frontier sheets; returns the frontier's row indices into ``table.rows``."""
     frontier = table.frontier_indices()
-    workbook = xlsxwriter.Workbook(str(path))
+    buffer = io.BytesIO()  # built in memory, so a failed write is one OSError (no half-closed zip)
+    workbook = xlsxwriter.Workbook(buffer, {"in_memory": True})
     style = Styles(workbook)
     scenarios = workbook.add_worksheet(SCENARIOS_SHEET)
     front = workbook.add_worksheet(FRONTIER_SHEET)
@@ -115,6 +117,7 @@ def write_study_workbook(table: StudyTable, path: str | Path, title: str = "") -
     _print_setup(front, len(frontier) + 30, last, header_rows=3)
     workbook.set_properties({"title": f"siliconmix study {title}".strip(), "subject": "study results"})
     workbook.close()
+    Path(path).write_bytes(buffer.getvalue())
     return frontier
 
 

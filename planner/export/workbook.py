@@ -7,6 +7,7 @@ recalculate (pandas, openpyxl, viewers) see the same numbers Excel or LibreOffic
 
 from __future__ import annotations
 
+import io
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -96,7 +97,8 @@ def write_plan_workbook(plan: Plan, catalog: Catalog, path: str | Path, inputs: 
     """Write the workbook to ``path``; ``source`` names the plan file on the Summary sheet."""
     book = plan_book(plan, catalog, inputs)
     assumptions = plan_assumptions(plan, catalog, plan_devices(plan))  # before the file: UnknownId leaves none
-    workbook = xlsxwriter.Workbook(str(path))
+    buffer = io.BytesIO()  # built in memory, so a failed write is one OSError (no half-closed zip)
+    workbook = xlsxwriter.Workbook(buffer, {"in_memory": True})
     style = Styles(workbook)
     sheets = {name: workbook.add_worksheet(name) for name in SHEETS}
     totals = write_bom_sheet(sheets[BOM_SHEET], style, book.lines, book.tco.inputs.pue,
@@ -115,6 +117,7 @@ def write_plan_workbook(plan: Plan, catalog: Catalog, path: str | Path, inputs: 
     workbook.set_properties({"title": f"siliconmix plan: {plan.model}", "subject": "procurement workbook",
                              "comments": "Formulas carry cached values computed by siliconmix."})
     workbook.close()
+    Path(path).write_bytes(buffer.getvalue())
     return book
 
 

@@ -112,7 +112,7 @@ def test_a_term_the_records_do_not_inform_stays_at_its_prior():
     for i, (isl, osl) in enumerate([(1000, 500), (128, 2048), (4000, 200)]):
         m = _m(id=f"r{i}", device="h200", isl=isl, osl=osl)
         records.append(m.model_copy(update={"value": 1.3 * float(predict(m, costs)[0])}))
-    fit = fit_family("nvidia-hopper", records, priors, load_families()["prior_log_sd"])
+    fit = fit_family("nvidia-hopper", records, priors, load_families().prior_log_sd)
     prior = priors.device("h200")
     assert fit.params["moe_layer_latency_us"] == pytest.approx(prior.moe_layer_latency_us, rel=1e-3)
     assert fit.params["collective_latency_us"] == pytest.approx(prior.collective_latency_us, rel=1e-3)
@@ -146,7 +146,7 @@ def test_leave_one_out_refits_without_the_record():
         m = _m(id=f"r{i}", device="h200", isl=isl, osl=osl)
         scale = 2.0 if i == 0 else 1.0  # record 0 measured twice as slow as the rest imply
         records.append(m.model_copy(update={"value": scale * float(predict(m, costs)[0])}))
-    cal = calibrate(records, priors, load_families()["prior_log_sd"], leave_one_out=True)
+    cal = calibrate(records, priors, load_families().prior_log_sd, leave_one_out=True)
     outlier = next(c for c in cal.comparisons if c.measurement.id == "r0")
     assert abs(outlier.loo_error_pct) > abs(outlier.error_pct)
     assert isinstance(cal, Calibration)

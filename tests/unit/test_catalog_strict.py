@@ -76,17 +76,23 @@ def test_a_non_utf8_catalog_file_names_the_file(tmp_path):
 def test_a_bad_fit_file_names_the_file_and_field(tmp_path):
     root = copy_catalog(tmp_path)
     fit = root / "calibration" / "fit.yaml"
-    edit(fit, "  mfu: 0.4\n", "  mfu: 0.4x\n")
-    message = catalog_error(root)
-    assert "fit.yaml: families.0.mfu: Input should be a valid number (got '0.4x')" in message
-    assert "fit.yaml: families.0.mfu" in catalog_error(root, load_measurements)
+    first = next(line for line in fit.read_text().splitlines(keepends=True) if line.startswith("    mfu: "))
+    edit(fit, first, "    mfu: 0.4x\n")
+    assert "fit.yaml: families.0.params.mfu: Input should be a valid number (got '0.4x')" in catalog_error(root)
 
 
-def test_a_fit_family_without_devices_names_the_file(tmp_path):
+def test_a_fit_family_missing_from_families_names_the_file(tmp_path):
     root = copy_catalog(tmp_path)
     fit = root / "calibration" / "fit.yaml"
-    edit(fit, "- name: nvidia-hopper\n  devices:\n  - h100-sxm\n  - h200\n", "- name: nvidia-hopper\n")
-    assert "fit.yaml: families.0.devices: Field required" in catalog_error(root)
+    edit(fit, "- name: amd-cdna3\n", "- name: amd-cdna9\n")
+    assert "fit.yaml: family 'amd-cdna9' is not in families.yaml" in catalog_error(root)
+
+
+def test_a_family_without_devices_names_the_file(tmp_path):
+    root = copy_catalog(tmp_path)
+    families = root / "calibration" / "families.yaml"
+    edit(families, "  - name: nvidia-ampere\n    devices: [a100-80gb]\n", "  - name: nvidia-ampere\n")
+    assert "families.yaml: families.0.devices: Field required" in catalog_error(root)
 
 
 def test_a_bad_measurement_record_names_the_file_and_record(tmp_path):

@@ -150,3 +150,17 @@ def test_leave_one_out_refits_without_the_record():
     outlier = next(c for c in cal.comparisons if c.measurement.id == "r0")
     assert abs(outlier.loo_error_pct) > abs(outlier.error_pct)
     assert isinstance(cal, Calibration)
+
+
+def test_linearised_leave_one_out_matches_exact_refits():
+    """The PRESS residuals the CLI prints agree with refitting the family once per record."""
+    priors = load_catalog(apply_fit=False)
+    records = [m for m in load_measurements() if priors.device(m.device).family == "amd-cdna3"]
+    assert len(records) >= 20
+    sd = load_families().prior_log_sd
+    fast = {c.measurement.id: c.loo_error_pct for c in calibrate(records, priors, sd, leave_one_out=True).comparisons}
+    exact = {c.measurement.id: c.loo_error_pct for c in calibrate(records, priors, sd, leave_one_out="exact").comparisons}
+    assert fast.keys() == exact.keys()
+    for record_id, value in fast.items():
+        if value is not None:
+            assert value == pytest.approx(exact[record_id], abs=1.0), record_id

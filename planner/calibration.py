@@ -292,7 +292,19 @@ class Calibration:
     coverage: dict[str, dict]
 
     def summary(self) -> dict:
-        return summarise(self.comparisons)
+        out = summarise(self.comparisons)
+        out["band_coverage_pct"] = self.band_coverage_pct()
+        return out
+
+    def band_coverage_pct(self) -> float | None:
+        """Share of fit targets whose measurement falls inside its family's band around the prediction."""
+        inside = []
+        for c in self.comparisons:
+            band = self.bands.get(c.family, {}).get(c.measurement.group)
+            if band is None or not c.measurement.fit_target:
+                continue
+            inside.append(band[0] <= _measured_over_predicted(c.measurement, c.predicted) <= band[1])
+        return 100.0 * float(np.mean(inside)) if inside else None
 
 
 def families_of(catalog: Catalog) -> dict[str, str]:

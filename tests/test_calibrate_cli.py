@@ -72,6 +72,11 @@ def test_left_out_errors_exist_for_every_fit_target_and_are_no_smaller_in_aggreg
     assert all(abs(math.log(r["predicted"] / r["measured"])) < math.log(6.0) for r in targets)
 
 
+def test_bands_cover_about_eighty_percent_of_the_records(report):
+    """p10-p90 bands of the left-out ratios: too narrow misleads a buyer, too wide says nothing."""
+    assert 65.0 <= report["summary"]["band_coverage_pct"] <= 92.0
+
+
 def test_every_family_has_bands_that_contain_one(stored):
     for family in stored["families"]:
         for group, (low, high) in family["bands"].items():

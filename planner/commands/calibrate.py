@@ -77,7 +77,8 @@ def calibrate_command(
                      _pct(o["loo_p90_ape_pct"]), _pct(o["median_signed_error_pct"]), style="bold")
     console.print(families)
     console.print(f"mean of per-source leave-one-out medians: {_pct(summary['mean_of_source_loo_medians_pct'])}% "
-                  f"over {len(summary['sources'])} sources; {summary['checks']['records']} check-only records")
+                  f"over {len(summary['sources'])} sources; {summary['checks']['records']} check-only records; "
+                  f"{_pct(summary['band_coverage_pct'])}% of fit targets inside their band")
 
 
 def _warn_if_stale(cal, stored) -> None:

@@ -196,3 +196,21 @@ def test_hardware_table_gives_every_bandwidth_in_tb_s():
     assert "calibration" in header
     h100 = next(line for line in proc.stdout.splitlines() if " h100-sxm " in line)
     assert "3.350" in h100 and "0.450" in h100  # 3.35 TB/s HBM3, NVLink 450 GB/s per direction
+
+
+def test_study_summary_and_folder_are_stamped(tmp_path):
+    (tmp_path / "chat.yaml").write_text(Path(CHAT).read_text())
+    (tmp_path / "study.yaml").write_text(json.dumps({
+        "name": "stamped", "base": "chat.yaml", "options": {"time_limit_s": 5, "engine": "highs"},
+        "axes": [{"name": "fleet", "param": "constraints.devices", "values": [["h100-sxm"]]}]}))
+    before = dt.datetime.now(dt.UTC)
+    result = runner.invoke(app, ["study", str(tmp_path / "study.yaml"), "-o", str(tmp_path / "out"), "--workers", "1",
+                                 "--json"])
+    assert result.exit_code == 0, result.output
+    summary = json.loads(result.output)
+    assert summary["siliconmix_version"] == __version__
+    assert summary["catalog_fingerprint"] == load_catalog().fingerprint
+    assert before <= utc(summary["created_at"]) <= dt.datetime.now(dt.UTC)
+    assert summary["options"] == {"solver": "ortools", "engine": "highs", "time_limit_s": 5.0, "baseline": False}
+    stored = json.loads((tmp_path / "out" / "provenance.json").read_text())
+    assert stored == {k: summary[k] for k in ("siliconmix_version", "catalog_fingerprint", "created_at", "options")}

@@ -17,7 +17,7 @@ from fastapi.openapi.utils import get_openapi
 from fastapi.routing import APIRoute
 from starlette.concurrency import run_in_threadpool
 
-from api import errors
+from api import docs, errors
 from api.deps import Services, first_line, require_api_key
 from api.middleware import BodySizeLimit
 from api.routes import OPEN_ROUTERS, TAGS, V1_ROUTERS
@@ -55,10 +55,13 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         lifespan=lifespan,
         generate_unique_id_function=operation_id,
         debug=False,
+        docs_url=None,  # replaced by api.docs: the same pages from locally installed assets
+        redoc_url=None,
     )
     app.state.settings = settings
     app.dependency_overrides[get_settings] = lambda: settings
     errors.install(app)
+    docs.install(app)
     guard = [Depends(require_api_key)] if settings.api_keys else []
     for router in V1_ROUTERS:
         app.include_router(router, dependencies=guard)

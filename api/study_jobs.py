@@ -29,7 +29,9 @@ from planner.catalog import Catalog
 from planner.optimize import PlanOptions, plan_workload
 from planner.schema import Workload
 from planner.study import StudySpec, analyse, error_row, expand, result_row, table_row, with_prices
-from planner.study_runner import JOURNAL, Journal, run_key, scenario_task, solve_context, write_outputs, write_spec
+from planner.study_runner import (
+    JOURNAL, Journal, run_key, scenario_task, solve_context, write_outputs, write_provenance, write_spec,
+)
 
 log = logging.getLogger("siliconmix.api")
 
@@ -144,6 +146,7 @@ class StudyJobs:
         scenarios = expand(spec, catalog)
         context = solve_context(catalog)
         write_spec(spec, out / "study.yaml", f"POST /v1/studies ({study_id})")
+        write_provenance(spec, catalog, out)
         journal = Journal(out / JOURNAL)
         done = journal.load()
         keys = [run_key(s, spec, context) for s in scenarios]

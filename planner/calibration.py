@@ -20,7 +20,7 @@ family's uncertainty bands.
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
 import numpy as np
@@ -353,7 +353,7 @@ def fitted_catalog(catalog_priors: Catalog, fits: dict[str, FamilyFit]) -> Catal
     for name, fit in fits.items():
         for device_id in catalog_priors.families[name].devices:
             devices[device_id] = devices[device_id].model_copy(update=fit.params)
-    return Catalog(devices=devices, models=catalog_priors.models, families=catalog_priors.families)
+    return replace(catalog_priors, devices=devices)
 
 
 def bands_from(comparisons: list[Comparison]) -> dict[str, dict[str, tuple[float, float]]]:

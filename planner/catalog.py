@@ -4,13 +4,16 @@ Hardware numbers are written as sourced mappings ``{value, source, estimate}``; 
 value in the Device and the source in ``Device.provenance`` under the field's dotted path. Files are
 read within the input limits of ``planner.files`` (size, depth, aliases; duplicate keys refused) and
 validated strictly: a number written as a string is an error, as is an infinite one. A malformed
-file or entry raises CatalogError naming the file, the entry and the field.
+file or entry raises CatalogError naming the file, the entry and the field. ``Catalog.fingerprint``
+identifies the files a catalog was loaded from, so every output can say which numbers priced it.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -50,6 +53,7 @@ class Catalog:
     devices: Mapping[str, Device]
     models: Mapping[str, ModelArch]
     families: Mapping[str, FamilyCalibration] = field(default_factory=lambda: MappingProxyType({}))
+    fingerprint: str = ""  # of the catalog files (catalog_fingerprint); empty for a catalog built in code
 
     def device(self, device_id: str) -> Device:
         if device_id not in self.devices:
@@ -95,7 +99,26 @@ def load_catalog(root: Path | None = None, apply_fit: bool = True) -> Catalog:
     if apply_fit and fit_path.exists():
         devices, families = _apply_fit(fit_path, devices, families)
     return Catalog(MappingProxyType(dict(sorted(devices.items()))), MappingProxyType(dict(sorted(models.items()))),
-                   MappingProxyType(families))
+                   MappingProxyType(families), catalog_fingerprint(root))
+
+
+#: the folders whose YAML files make a catalog, and so its fingerprint
+FINGERPRINT_FOLDERS = ("hardware", "models", "calibration")
+
+
+def catalog_fingerprint(root: Path) -> str:
+    """A stable id of the catalog files' contents: the first 16 hex digits of a SHA-256 over each YAML file
+    of ``FINGERPRINT_FOLDERS``, in order of relative path, as ``path NUL size NUL bytes``.
+
+    Any changed, added, removed or renamed file changes it; where the files sit on disk does not.
+    """
+    digest = hashlib.sha256()
+    paths = sorted((p for folder in FINGERPRINT_FOLDERS for p in (root / folder).glob("*.yaml")),
+                   key=lambda p: p.relative_to(root).as_posix())
+    for path in paths:
+        data = path.read_bytes()
+        digest.update(f"{path.relative_to(root).as_posix()}\0{len(data)}\0".encode() + data)
+    return digest.hexdigest()[:16]
 
 
 def load_measurements(root: Path | None = None) -> list:
@@ -282,6 +305,21 @@ def _read_hardware_file(path: Path) -> list[Device]:
     return [_device(path, raw["vendor"], entry) for entry in raw["devices"]]
 
 
+#: the hardware files' ``node:`` keys and the Device fields they fill; ``efficiency.X`` fills ``X``
+NODE_FIELDS = {"devices_per_node": "devices_per_node", "overhead_w": "node_overhead_w", "rack_units": "rack_units"}
+
+
+def sourced_value(device: Device, path: str) -> Any:
+    """The value of the catalog number at ``path`` (a key of ``Device.provenance``, e.g. ``node.overhead_w``,
+    ``memory_tiers[0].bandwidth_tb_s``, ``efficiency.mfu``) as the device holds it."""
+    head, _, rest = path.partition(".")
+    field = NODE_FIELDS[rest] if head == "node" else rest if head == "efficiency" else path
+    value: Any = device
+    for part in re.findall(r"[^.\[\]]+", field):
+        value = value[int(part)] if isinstance(value, tuple) else value[part] if isinstance(value, dict) else getattr(value, part)
+    return value
+
+
 def _device(path: Path, vendor: str, entry: Any) -> Device:
     entry_id = entry.get("id", "?") if isinstance(entry, dict) else "?"
     try:
@@ -292,9 +330,7 @@ def _device(path: Path, vendor: str, entry: Any) -> Device:
         flat = {
             **plain,
             "vendor": vendor,
-            "devices_per_node": node.get("devices_per_node"),
-            "node_overhead_w": node.get("overhead_w"),
-            "rack_units": node.get("rack_units"),
+            **{field: node.get(key) for key, field in NODE_FIELDS.items()},
             "mfu": efficiency.get("mfu"),
             "mbu": efficiency.get("mbu"),
             "layer_latency_us": efficiency.get("layer_latency_us"),

@@ -11,7 +11,7 @@ import math
 import sys
 from enum import Enum
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any, NoReturn, get_args
 
 import typer
 from pydantic import ValidationError
@@ -20,15 +20,17 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from planner.catalog import CatalogError, UnknownId, load_catalog
-from planner.estimate import DoesNotFit, estimate
+from planner import __version__
+from planner.catalog import CatalogError, UnknownId, load_catalog, sourced_value
+from planner.estimate import DoesNotFit, InvalidParallelism, estimate
 from planner.perf.model import UnsupportedDtype
 from planner.files import InputFileError, read_document, write_json
 from planner.messages import describe_errors, excerpt, one_line
-from planner.schema import MAX_TIME_LIMIT_S, EstimateRequest, Workload
-from planner.units import BYTES_PER_GB, PARAMS_PER_BILLION, WATTS_PER_KW
+from planner.schema import MAX_TIME_LIMIT_S, EstimateRequest, WeightsDtype, Workload
+from planner.units import BYTES_PER_GB, BYTES_PER_S_PER_GB_S, BYTES_PER_S_PER_TB_S, PARAMS_PER_BILLION, WATTS_PER_KW
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, help="Heterogeneous placement optimizer for LLM inference.")
+app = typer.Typer(add_completion=False, no_args_is_help=True, help="Heterogeneous placement optimizer for LLM inference.",
+                  context_settings={"help_option_names": ["-h", "--help"]})
 # a pipe gets wide tables rather than ids wrapped at 80 columns
 console = Console() if sys.stdout.isatty() else Console(width=200)
 
@@ -40,6 +42,22 @@ class CatalogKind(str, Enum):
 
 #: longest error line printed, in characters (each echoed value is cut shorter, see planner.messages)
 MAX_ERROR_CHARS = 2000
+#: the weights / KV-cache dtypes, as choices ``--help`` lists
+DtypeChoice = Enum("DtypeChoice", [(d, d) for d in get_args(WeightsDtype)], type=str)
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        typer.echo(f"siliconmix {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def main_options(
+    version: bool = typer.Option(False, "--version", callback=_print_version, is_eager=True,
+                                 help="print siliconmix's version and exit"),
+) -> None:
+    """Heterogeneous placement optimizer for LLM inference."""
 
 
 def fail(message: str, code: int = 2) -> NoReturn:
@@ -76,23 +94,28 @@ def catalog_command(
     kind: CatalogKind = typer.Argument(..., help="hardware or models"),
     vendor: str | None = typer.Option(None, help="only this vendor (hardware)"),
     as_json: bool = typer.Option(False, "--json", help="print JSON"),
+    sources: bool = typer.Option(False, "--sources", help="hardware: every number with its source"),
 ) -> None:
     """List the hardware or model catalog."""
     catalog = catalog_or_fail()
     if kind is CatalogKind.hardware:
         devices = [d for d in catalog.devices.values() if vendor is None or d.vendor == vendor]
+        if sources:
+            show_sources(devices, as_json)
+            return
         if as_json:
             print_json([{**d.model_dump(mode="json"), "calibration": _calibration(catalog, d)} for d in devices])
             return
         table = Table(title="Hardware catalog (dense peak, per device)")
-        for col in ("id", "vendor", "memory", "bandwidth TB/s", "bf16 TFLOP/s", "fp8 TFLOP/s", "TDP W", "domain", "$/h",
-                    "calibration"):
-            table.add_column(col, justify="left" if col in ("id", "vendor", "memory", "calibration") else "right")
+        for col in ("id", "vendor", "memory GB", "weights tier TB/s", "scale-up TB/s", "bf16 TFLOP/s", "fp8 TFLOP/s",
+                    "TDP W", "domain", "$/h", "calibration"):
+            table.add_column(col, justify="left" if col in ("id", "vendor", "memory GB", "calibration") else "right")
         for d in devices:
-            mem = ", ".join(f"{t.tier} {t.capacity_gb:g} GB" for t in d.memory_tiers)
+            mem = ", ".join(f"{t.tier} {t.capacity_gb:g}" for t in d.memory_tiers)
             cal = _calibration(catalog, d)
+            scale_up_tb_s = d.scale_up.bandwidth_gb_s * BYTES_PER_S_PER_GB_S / BYTES_PER_S_PER_TB_S
             table.add_row(
-                d.id, d.vendor, mem, f"{d.weights_memory.bandwidth_tb_s:g}",
+                d.id, d.vendor, mem, f"{d.weights_memory.bandwidth_tb_s:,.3f}", f"{scale_up_tb_s:,.3f}",
                 _peak(d, "bf16"), _peak(d, "fp8"), f"{d.tdp_w:,.0f}", str(d.scale_up.domain_size),
                 f"{d.price_usd_per_hour:.2f}",
                 f"{cal['family']}: {cal['records']} records" if cal["fitted"] else "uncalibrated (priors)",
@@ -113,6 +136,22 @@ def catalog_command(
             m.id, str(m.layers), str(m.hidden_size), f"{m.attention_heads}/{m.kv_heads}", m.attention, experts,
             f"{total_params(m) / PARAMS_PER_BILLION:.1f}", f"{active_params(m) / PARAMS_PER_BILLION:.1f}", f"{kv_bytes_per_token(m, 'bf16'):,.0f}",
         )
+    console.print(table)
+
+
+def show_sources(devices, as_json: bool) -> None:
+    """Every sourced number of ``devices``: its catalog field, value, source and whether it is an estimate."""
+    rows = [{"device": d.id, "field": path, "value": sourced_value(d, path), "source": p.source, "estimate": p.estimate}
+            for d in devices for path, p in d.provenance.items()]
+    if as_json:
+        print_json(rows)
+        return
+    table = Table(title="Hardware catalog: the source of every number (units in the field names)")
+    for col in ("device", "field", "value", "estimate", "source"):
+        table.add_column(col, justify="right" if col == "value" else "left", overflow="fold")
+    for r in rows:
+        table.add_row(r["device"], r["field"], f"{r['value']:g}" if isinstance(r["value"], float) else str(r["value"]),
+                      "yes" if r["estimate"] else "", r["source"])
     console.print(table)
 
 
@@ -137,8 +176,8 @@ def estimate_command(
     batch: int = typer.Option(1, help="concurrent sequences in a decode step"),
     isl: int = typer.Option(2048, help="input (prompt) tokens"),
     osl: int = typer.Option(256, help="output tokens"),
-    dtype: str = typer.Option("bf16", help="weights dtype: bf16, fp8, fp4, int8, int4"),
-    kv_dtype: str | None = typer.Option(None, help="KV-cache dtype (default: the weights dtype)"),
+    dtype: DtypeChoice = typer.Option("bf16", help="weights dtype"),
+    kv_dtype: DtypeChoice | None = typer.Option(None, help="KV-cache dtype (default: the weights dtype)"),
     contiguous_kv: bool = typer.Option(False, "--contiguous-kv", help="reserve max context per request instead of paging"),
     as_json: bool = typer.Option(False, "--json", help="print one JSON object"),
 ) -> None:
@@ -147,12 +186,12 @@ def estimate_command(
     try:
         request = EstimateRequest(
             model=model, device=device, tp=tp, ep=ep, batch=batch, isl=isl, osl=osl,
-            dtype=dtype, kv_dtype=kv_dtype, paged_kv=not contiguous_kv,
+            dtype=dtype.value, kv_dtype=kv_dtype.value if kv_dtype else None, paged_kv=not contiguous_kv,
         )
         result = estimate(request, catalog, require_fit=True)
     except ValidationError as exc:
         fail(validation_line(exc))
-    except (UnknownId, DoesNotFit, UnsupportedDtype) as exc:
+    except (UnknownId, DoesNotFit, InvalidParallelism, UnsupportedDtype) as exc:
         fail(str(exc))
     if as_json:
         print_json(result.model_dump(mode="json"))
@@ -190,6 +229,12 @@ class SolverChoice(str, Enum):
     pulp = "pulp"
 
 
+class EngineChoice(str, Enum):
+    scip = "scip"
+    highs = "highs"
+    cbc = "cbc"
+
+
 def load_workload(path: Path, overrides: dict) -> Workload:
     """Read a workload file and apply command-line overrides; validation errors name the field."""
     raw = read_document(path)
@@ -211,7 +256,7 @@ def plan_command(
     power_budget_kw: float | None = typer.Option(None, help="override the facility power budget (kW)"),
     objective: ObjectiveChoice | None = typer.Option(None, help="override the objective"),
     solver: SolverChoice = typer.Option(SolverChoice.ortools, help="MILP backend"),
-    engine: str | None = typer.Option(None, help="ortools: scip (default) | highs; pulp: highs (default) | cbc"),
+    engine: EngineChoice | None = typer.Option(None, help="ortools: scip (default) | highs; pulp: highs (default) | cbc"),
     time_limit_s: float = typer.Option(5.0, help="time limit per MILP solve (s); the best plan found so far is returned"),
     gap: float = typer.Option(1e-4, help="relative optimality gap at which a solve stops (0.0001 = 0.01 %)"),
     devices: str | None = typer.Option(None, help="comma-separated device ids to allow"),
@@ -230,7 +275,7 @@ def plan_command(
                  "devices": [d.strip() for d in devices.split(",") if d.strip()] if devices else None}
     try:
         workload = load_workload(workload_file, overrides)
-        options = PlanOptions(solver=solver.value, engine=engine, time_limit_s=time_limit_s, relative_gap=gap,
+        options = PlanOptions(solver=solver.value, engine=engine.value if engine else None, time_limit_s=time_limit_s, relative_gap=gap,
                               baseline=baseline)
         plan = plan_workload(workload, catalog, options)
     except ValidationError as exc:

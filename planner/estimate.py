@@ -10,12 +10,34 @@ from __future__ import annotations
 
 from planner.catalog import Catalog
 from planner.perf.model import EXTRAPOLATION_WIDENING, GridSpec, RooflineModel, default_kv_dtype, kv_bytes_per_token
-from planner.schema import Estimate, EstimateRequest
+from planner.provenance import stamp
+from planner.schema import Device, Estimate, EstimateRequest, ModelArch
 from planner.units import BYTES_PER_GB, s_to_ms
 
 
 class DoesNotFit(ValueError):
     """The configuration cannot run: weights or the batch's KV exceed memory, or TP exceeds the domain."""
+
+
+class InvalidParallelism(ValueError):
+    """A tensor-parallel size the model's attention heads do not split over (``field`` names the input)."""
+
+    field = "tp"
+
+
+def check_parallelism(request: EstimateRequest, arch: ModelArch, device: Device) -> None:
+    """Raise InvalidParallelism unless the heads split over each attention replica's ``tp / ep`` devices.
+
+    SRAM machines are exempt: they split a model by layers across chips, not by heads.
+    """
+    attention_tp = request.tp // request.ep
+    if device.is_sram_machine or arch.splits_over(attention_tp):
+        return
+    size = f"tp {request.tp}" if request.ep == 1 else f"tp {request.tp} / ep {request.ep} = {attention_tp} per attention replica"
+    allowed = ", ".join(str(t * request.ep) for t in arch.tensor_parallel_sizes())
+    raise InvalidParallelism(f"{size}: {arch.id} has {arch.attention_heads} attention heads and {arch.kv_heads} KV heads, "
+                             f"which do not split evenly over {attention_tp} devices; allowed tp"
+                             + (f" with ep {request.ep}" if request.ep > 1 else "") + f": {allowed}")
 
 
 def estimate(request: EstimateRequest, catalog: Catalog, require_fit: bool = False) -> Estimate:
@@ -24,6 +46,7 @@ def estimate(request: EstimateRequest, catalog: Catalog, require_fit: bool = Fal
     arch = catalog.model(request.model)
     if request.ep > 1 and arch.moe is None:
         raise DoesNotFit(f"ep {request.ep}: expert parallelism needs a mixture-of-experts model; {arch.id} is dense")
+    check_parallelism(request, arch, catalog.device(request.device))
     kv_dtype = request.kv_dtype or default_kv_dtype(request.dtype)
     model = costs.profile(request.model, request.dtype, kv_dtype)
     silicon = costs.silicon(request.device, request.dtype)
@@ -70,6 +93,7 @@ def estimate(request: EstimateRequest, catalog: Catalog, require_fit: bool = Fal
         output_tokens_per_s_high=one(grid.output_tokens_per_s) / throughput_band.low,
         confidence=trust.level, confidence_reasons=trust.reasons,
         source=costs.source(silicon.id),
+        options=request, **stamp(catalog),
     )
 
 

@@ -27,7 +27,8 @@ from planner.plan import (
     totals_of,
     traffic_split,
 )
-from planner.schema import Baseline, Diagnosis, Plan, Workload
+from planner.provenance import stamp
+from planner.schema import Baseline, Diagnosis, Plan, SolveSettings, Workload
 from planner.solvers.base import SolveOptions, SolveResult, Termination, get_backend
 from planner.units import WATTS_PER_KW
 from planner.verify import verify_plan
@@ -131,7 +132,15 @@ def check_ids(workload: Workload, catalog: Catalog) -> None:
 
 
 def plan_workload(workload: Workload, catalog: Catalog, options: PlanOptions = PlanOptions()) -> Plan:
-    """The best fleet for ``workload`` under its constraints, verified, with its homogeneous baseline."""
+    """The best fleet for ``workload`` under its constraints, verified, with its homogeneous baseline,
+    stamped with how it was made (version, catalog fingerprint, time, solve options)."""
+    plan = _plan(workload, catalog, options)
+    settings = SolveSettings(solver=options.solver, engine=options.engine, time_limit_s=options.time_limit_s,
+                             relative_gap=options.relative_gap, baseline=options.baseline)
+    return plan.model_copy(update={**stamp(catalog), "options": settings})
+
+
+def _plan(workload: Workload, catalog: Catalog, options: PlanOptions) -> Plan:
     start = time.perf_counter()
     check_ids(workload, catalog)
     costs = RooflineModel(catalog)

@@ -7,6 +7,7 @@ over its limit (``MAX_*`` below) or an unknown dtype is rejected with a message 
 
 from __future__ import annotations
 
+import datetime as dt
 from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -233,6 +234,19 @@ class ModelArch(Frozen):
     def is_moe(self) -> bool:
         return self.moe is not None
 
+    def splits_over(self, tp: int) -> bool:
+        """Whether tensor parallelism over ``tp`` devices splits the attention heads evenly: ``tp`` divides
+        the attention heads, and the KV heads too when ``tp`` ≤ KV heads (else each KV head is copied to
+        ``tp / kv_heads`` devices, so the KV heads divide ``tp``). MLA's latent KV is copied to every device;
+        its ``kv_heads`` equal its attention heads, so the same rule holds."""
+        if tp < 1 or self.attention_heads % tp:
+            return False
+        return self.kv_heads % tp == 0 if tp <= self.kv_heads else tp % self.kv_heads == 0
+
+    def tensor_parallel_sizes(self) -> tuple[int, ...]:
+        """Every ``tp`` the heads split over (``splits_over``), ascending."""
+        return tuple(tp for tp in range(1, self.attention_heads + 1) if self.splits_over(tp))
+
 
 # ---------------------------------------------------------------------------------------- workload
 class Slo(Frozen):
@@ -306,6 +320,16 @@ class Workload(Frozen):
         return self
 
 
+# ------------------------------------------------------------------------------------- provenance
+class Stamped(BaseModel):
+    """How an output was made, so two outputs can be told apart and one reproduced: siliconmix's version,
+    the fingerprint of the catalog files that priced it, and when (UTC). Absent from outputs stored before."""
+
+    siliconmix_version: str | None = None
+    catalog_fingerprint: str | None = None  # planner.catalog.catalog_fingerprint
+    created_at: dt.datetime | None = None
+
+
 # ---------------------------------------------------------------------------------------- estimate
 class EstimateRequest(Frozen):
     """One model on one device configuration (what ``siliconmix estimate`` asks)."""
@@ -332,8 +356,8 @@ Bound = Literal["compute", "memory", "communication", "overhead"]
 ConfidenceLevel = Literal["calibrated", "extrapolated", "estimated"]
 
 
-class Estimate(Frozen):
-    """The cost model's answer for one configuration."""
+class Estimate(Frozen, Stamped):
+    """The cost model's answer for one configuration, with the request it answers (``options``)."""
 
     model: str
     device: str
@@ -370,6 +394,7 @@ class Estimate(Frozen):
     confidence: ConfidenceLevel
     confidence_reasons: tuple[str, ...]
     source: str
+    options: EstimateRequest | None = None
 
 
 # -------------------------------------------------------------------------------------------- plan
@@ -381,6 +406,16 @@ class Out(BaseModel):
     """Output types: immutable, serialised by alias (``class`` is a Python keyword)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True, serialize_by_alias=True)
+
+
+class SolveSettings(Out):
+    """The solve options a plan was made with (planner.optimize.PlanOptions as given)."""
+
+    solver: str
+    engine: str | None
+    time_limit_s: float
+    relative_gap: float
+    baseline: bool
 
 
 class SolverInfo(Out):
@@ -470,8 +505,9 @@ class Verification(Out):
     messages: tuple[str, ...] = ()
 
 
-class Plan(Out):
-    """The answer: status, the fleet (pools and totals), what it predicts, what binds, the baseline."""
+class Plan(Out, Stamped):
+    """The answer: status, the fleet (pools and totals), what it predicts, what binds, the baseline;
+    how it was made (``Stamped``, ``options``)."""
 
     status: PlanStatus
     objective: Objective
@@ -488,3 +524,4 @@ class Plan(Out):
     diagnosis: Diagnosis | None = None
     verification: Verification | None = None
     workload: Workload
+    options: SolveSettings | None = None

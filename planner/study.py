@@ -14,7 +14,7 @@ import hashlib
 import itertools
 import json
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Annotated, Any, Literal
 
 from pydantic import Discriminator, Field, Tag, ValidationError, model_validator
@@ -335,7 +335,7 @@ def with_prices(catalog: Catalog, prices: dict[str, dict[str, float]]) -> Catalo
     if not prices:
         return catalog
     devices = {d: dev.model_copy(update=prices[d]) if d in prices else dev for d, dev in catalog.devices.items()}
-    return Catalog(devices=devices, models=catalog.models)
+    return replace(catalog, devices=devices)  # families (calibration) and fingerprint kept
 
 
 # ------------------------------------------------------------------------------------------- rows

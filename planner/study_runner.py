@@ -40,6 +40,8 @@ from planner.study import (
 )
 
 JOURNAL = "rows.jsonl"
+#: how the study's rows were made: siliconmix version, catalog fingerprint, when the run began, solve options
+PROVENANCE = "provenance.json"
 #: times a scenario is resubmitted after its worker process died (a crash breaks the whole pool)
 RETRIES_AFTER_CRASH = 1
 #: Linux prctl(2) option: the signal a process gets when the thread that started it exits
@@ -229,6 +231,7 @@ class RunSummary:
     rows: list[dict]
     analysis: Analysis
     outputs: list[Path] = field(default_factory=list)
+    provenance: dict[str, Any] = field(default_factory=dict)
 
     @property
     def failed(self) -> int:
@@ -252,6 +255,7 @@ def run_study(spec: StudySpec, out_dir: Path, executor: ExecutorSpec = ExecutorS
     context = solve_context(catalog)
     out_dir.mkdir(parents=True, exist_ok=True)
     write_spec(spec, out_dir / "study.yaml", source)
+    provenance = write_provenance(spec, catalog, out_dir)
     journal = Journal(out_dir / JOURNAL)
     done = journal.load()
     tasks: dict[str, dict] = {}
@@ -269,7 +273,8 @@ def run_study(spec: StudySpec, out_dir: Path, executor: ExecutorSpec = ExecutorS
         tasks = _solve_all(tasks, executor, journal, done, len(scenarios), progress, last=attempt == RETRIES_AFTER_CRASH)
     rows = [table_row(s, done[key]) for s, key in zip(scenarios, keys)]
     analysis = analyse(spec, scenarios, rows)
-    summary = RunSummary(len(scenarios), skipped, len(scenarios) - skipped, time.perf_counter() - start, rows, analysis)
+    summary = RunSummary(len(scenarios), skipped, len(scenarios) - skipped, time.perf_counter() - start, rows, analysis,
+                         provenance=provenance)
     summary.outputs = write_outputs(spec, rows, analysis, out_dir)
     return summary
 
@@ -314,6 +319,30 @@ def write_spec(spec: StudySpec, path: Path, source: str | None) -> Path:
     header = f"# siliconmix study as run{f' (from {source})' if source else ''}\n"
     path.write_text(header + yaml.safe_dump(spec.model_dump(mode="json", exclude_none=True), sort_keys=False))
     return path
+
+
+def write_provenance(spec: StudySpec, catalog: Catalog, out_dir: Path) -> dict[str, Any]:
+    """Write and return the run's stamp (``planner.provenance.stamp``) with the study's solve options.
+
+    Journaled rows are reused only under the same version and catalog (``run_key``), so the stamp of the
+    latest run holds for every row of the folder.
+    """
+    from planner.provenance import stamp
+
+    body = {**stamp(catalog), "options": spec.options.model_dump(mode="json")}
+    body["created_at"] = body["created_at"].isoformat()
+    (out_dir / PROVENANCE).write_text(json.dumps(body, indent=2) + "\n")
+    return body
+
+
+def read_provenance(out_dir: Path) -> dict[str, Any]:
+    """The stamp ``write_provenance`` left in ``out_dir``; empty where there is none (a run not started yet,
+    or a folder written before stamps)."""
+    try:
+        body = json.loads((out_dir / PROVENANCE).read_text())
+    except (OSError, ValueError):  # not there yet, or not ours
+        return {}
+    return body if isinstance(body, dict) else {}
 
 
 def results_frame(rows: list[dict]) -> pd.DataFrame:

@@ -10,7 +10,7 @@ from api.deps import get_catalog, strict_json
 from api.errors import VALIDATION, FieldError, ProblemError, problem_docs
 from api.examples import ESTIMATE_EXAMPLES
 from planner.catalog import Catalog, UnknownId
-from planner.estimate import DoesNotFit, estimate
+from planner.estimate import DoesNotFit, InvalidParallelism, estimate
 from planner.perf.model import UnsupportedDtype
 from planner.schema import Estimate, EstimateRequest
 
@@ -38,6 +38,8 @@ def create_estimate(
         raise _invalid(field, str(exc), "unknown_id") from exc
     except UnsupportedDtype as exc:
         raise _invalid("dtype", str(exc), "unsupported_dtype") from exc
+    except InvalidParallelism as exc:
+        raise _invalid(exc.field, str(exc), "invalid_parallelism") from exc
     except DoesNotFit as exc:
         raise _invalid("", str(exc), "does_not_fit") from exc
 

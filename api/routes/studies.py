@@ -22,8 +22,8 @@ from api.store import StudyRow, as_utc, new_id
 from api.study_jobs import StudyJobs
 from planner.catalog import Catalog
 from planner.schema import Workload
-from planner.study import RESULT_COLUMNS, StudyError, StudySpec, ZipSpec, expand, table_row
-from planner.study_runner import JOURNAL, Journal, results_frame, run_key, solve_context
+from planner.study import RESULT_COLUMNS, StudyError, StudyOptions, StudySpec, ZipSpec, expand, table_row
+from planner.study_runner import JOURNAL, Journal, read_provenance, results_frame, run_key, solve_context
 
 router = APIRouter(prefix="/v1/studies", tags=["studies"])
 
@@ -45,6 +45,9 @@ class StudyRecord(BaseModel):
     error: str | None = Field(None, description="why the study failed or was interrupted")
     results: str = Field(description="URL of its rows (JSON, or CSV with Accept: text/csv)")
     export: str = Field(description="URL of its workbook (?format=xlsx) or scenarios CSV (?format=csv)")
+    siliconmix_version: str | None = Field(None, description="siliconmix version that solved its rows (once running)")
+    catalog_fingerprint: str | None = Field(None, description="fingerprint of the catalog files that priced its rows")
+    options: StudyOptions | None = Field(None, description="how every scenario is solved")
 
 
 class StudyResults(BaseModel):
@@ -62,7 +65,14 @@ def record_of(row: StudyRow) -> StudyRecord:
     href = f"{router.prefix}/{row.id}"
     return StudyRecord(id=row.id, name=row.name, status=row.status, done=row.done, total=row.total,  # type: ignore[arg-type]
                        created_at=as_utc(row.created_at), updated_at=as_utc(row.updated_at), error=row.error,
-                       results=f"{href}/results", export=f"{href}/export")
+                       results=f"{href}/results", export=f"{href}/export", **run_stamp(row))
+
+
+def run_stamp(row: StudyRow) -> dict[str, Any]:
+    """Version and catalog of the run that solved the rows (in its folder once it started), and the options."""
+    stamp = read_provenance(Path(row.output_dir))
+    return {"siliconmix_version": stamp.get("siliconmix_version"), "catalog_fingerprint": stamp.get("catalog_fingerprint"),
+            "options": StudySpec.model_validate_json(row.spec_json).options}
 
 
 def study_row(jobs: StudyJobs, study_id: str) -> StudyRow:

@@ -91,7 +91,7 @@ def _report(summary, spec, out_dir: Path, as_json: bool) -> None:
     """What ran, where the outputs are, and each frontier's points."""
     frontiers = summary.analysis.frontiers
     if as_json:
-        print_json({"study": spec.name, "output": str(out_dir), "scenarios": summary.total, "skipped": summary.skipped,
+        print_json({**summary.provenance, "study": spec.name, "output": str(out_dir), "scenarios": summary.total, "skipped": summary.skipped,
                     "computed": summary.computed, "failed": summary.failed, "infeasible": summary.infeasible,
                     "elapsed_s": summary.elapsed_s, "outputs": [str(p) for p in summary.outputs], "frontiers": frontiers,
                     "comparison": summary.analysis.comparison})

@@ -76,11 +76,18 @@ BACKENDS: dict[str, str] = {
     "ortools": "planner.solvers.ortools_backend:OrtoolsBackend",
     "pulp": "planner.solvers.pulp_backend:PulpBackend",
 }
+#: backends that solve in a child process (planner.solvers.isolated): PuLP loads highspy's HiGHS, which must
+#: never share a process with the HiGHS inside OR-Tools
+IN_CHILD = frozenset({"pulp"})
 
 
 def get_backend(name: str) -> Backend:
-    """Instantiate the backend called ``name`` (``ortools`` or ``pulp``)."""
+    """The backend called ``name`` (``ortools`` in this process; ``pulp`` in a child process)."""
     if name not in BACKENDS:
         raise ValueError(f"unknown solver {name!r}; known: {', '.join(BACKENDS)}")
+    if name in IN_CHILD:
+        from planner.solvers.isolated import IsolatedBackend
+
+        return IsolatedBackend(name, BACKENDS[name])
     module_name, attr = BACKENDS[name].split(":")
     return getattr(importlib.import_module(module_name), attr)()

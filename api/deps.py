@@ -14,7 +14,8 @@ from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBea
 from pydantic import BaseModel, ValidationError
 from starlette.concurrency import run_in_threadpool
 
-from api.errors import UNAUTHORIZED, UNAVAILABLE, ProblemError
+from api.errors import UNAUTHORIZED, UNAVAILABLE, UNSUPPORTED_MEDIA, ProblemError, clipped
+from api.logs import secret_params
 from api.runner import PlanRunner
 from api.settings import Settings, get_settings
 from api.store import PlanStore
@@ -77,11 +78,22 @@ async def get_runner(svc: Annotated[Services, Depends(services)]) -> PlanRunner:
     return svc.runner
 
 
+def is_json(content_type: str) -> bool:
+    """``application/json`` or ``application/<x>+json``, parameters (``charset``) aside."""
+    media = content_type.split(";", 1)[0].strip().lower()
+    return media == "application/json" or (media.startswith("application/") and media.endswith("+json"))
+
+
 def strict_json(model: type[BaseModel]) -> Any:
-    """A route dependency: the JSON body must match ``model`` strictly (no ``false`` for a number, no
-    ``"12"`` for an integer), as the OpenAPI schema says; FastAPI's own parse is lax python mode."""
+    """A route dependency: the body must be sent as JSON (else 415) and match ``model`` strictly (no ``false``
+    for a number, no ``"12"`` for an integer), as the OpenAPI schema says; FastAPI's own parse is lax python mode."""
 
     async def check(request: Request) -> None:
+        content_type = request.headers.get("content-type", "")
+        if not is_json(content_type):
+            sent = f"Content-Type {clipped(content_type, 80)!r}" if content_type else "no Content-Type"
+            raise ProblemError(415, f"the body must be JSON sent as 'Content-Type: application/json' (got {sent})",
+                               type=UNSUPPORTED_MEDIA)
         try:
             model.model_validate_json(await request.body(), strict=True)
         except ValidationError as exc:
@@ -108,13 +120,20 @@ _api_key = APIKeyHeader(name="X-API-Key", auto_error=False, description="one of 
 
 
 def require_api_key(
+    request: Request,
     settings: Annotated[Settings, Depends(get_settings)],
     bearer: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
     api_key: Annotated[str | None, Depends(_api_key)],
 ) -> None:
-    """Every /v1 route when SILICONMIX_API_KEYS is set: ``Authorization: Bearer <key>`` or ``X-API-Key``."""
+    """Every /v1 route when SILICONMIX_API_KEYS is set: ``Authorization: Bearer <key>`` or ``X-API-Key``.
+    A key in the query string is refused, valid or not (URLs end up in logs and browser histories)."""
     if not settings.api_keys:
         return
+    in_url = secret_params(request.url.query)
+    if in_url:
+        raise ProblemError(401, f"credentials go in the 'Authorization: Bearer <key>' or 'X-API-Key' header, never in "
+                                f"the URL (query parameter {clipped(in_url[0], 40)!r})", type=UNAUTHORIZED,
+                           headers={"WWW-Authenticate": "Bearer"})
     given = [k for k in (bearer.credentials if bearer else None, api_key) if k]
     if not given:
         raise ProblemError(401, "this service needs an API key: 'Authorization: Bearer <key>' or 'X-API-Key: <key>'",

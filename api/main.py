@@ -17,7 +17,7 @@ from fastapi.openapi.utils import get_openapi
 from fastapi.routing import APIRoute
 from starlette.concurrency import run_in_threadpool
 
-from api import errors
+from api import errors, logs
 from api.deps import Services, first_line, require_api_key
 from api.middleware import BodySizeLimit
 from api.routes import OPEN_ROUTERS, TAGS, V1_ROUTERS
@@ -68,7 +68,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         app.add_middleware(CORSMiddleware, allow_origins=settings.cors_origins, allow_methods=["GET", "POST", "DELETE"],
                            allow_headers=["Authorization", "X-API-Key", "Content-Type"])
     app.add_middleware(errors.CatchAll)
-    app.add_middleware(BodySizeLimit, max_body_bytes=settings.max_body_bytes)  # outermost: before anything reads
+    app.add_middleware(BodySizeLimit, max_body_bytes=settings.max_body_bytes,
+                       body_timeout_s=settings.body_timeout_s)  # outermost: before anything reads
     app.openapi = lambda: openapi(app)  # type: ignore[method-assign]
     return app
 
@@ -99,6 +100,7 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
     except Exception as exc:
         log.error("unfinished studies not checked: %s", first_line(exc))
     app.state.services = svc
+    logs.install()  # here, after uvicorn configured its loggers
     log_start(settings)
     try:
         yield
@@ -109,9 +111,9 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
 
 
 def log_start(settings: Settings) -> None:
-    log.info("database %s; planner: %s pool of %d (queue %d); body limit %d bytes",
+    log.info("database %s; planner: %s pool of %d (queue %d); body limit %d bytes in %g s",
              database_label(settings.database_url), settings.plan_executor, settings.plan_workers,
-             settings.plan_queue_limit, settings.max_body_bytes)
+             settings.plan_queue_limit, settings.max_body_bytes, settings.body_timeout_s)
     if settings.api_keys:
         log.info("API keys required on /v1 (%d configured): 'Authorization: Bearer <key>' or 'X-API-Key'",
                  len(settings.api_keys))

@@ -77,7 +77,8 @@ class StudyJobs:
         if resume:
             rows = self.store.with_status(("queued", "running", "interrupted"))
             for row in rows:
-                if self.catalog is not None and self.store.transition(row.id, "queued", ("queued", "running", "interrupted")):
+                if self.catalog is not None and self.store.transition(row.id, "queued", ("queued", "running", "interrupted"),
+                                                                      clear_error=True):
                     self.submit(row.id, StudySpec.model_validate_json(row.spec_json))
             return len(rows), 0
         rows = self.store.with_status(("queued", "running"))

@@ -80,7 +80,7 @@ def study_row(jobs: StudyJobs, study_id: str) -> StudyRow:
     dependencies=[strict_json(StudySpec)],
     responses={202: {"description": "Accepted: the study is queued (follow `Location`)",
                      "headers": {"Location": {"description": "the study's URL", "schema": {"type": "string"}}}},
-               **problem_docs(401, 413, 422, 503)},
+               **problem_docs(401, 413, 415, 422, 503)},
 )
 async def create_study(
     spec: Annotated[StudySpec, Body()],

@@ -51,10 +51,10 @@ def assert_problem(response: httpx.Response, status: int, *, fields: list[str] |
 class LiveServer:
     """uvicorn serving ``app`` in a thread on 127.0.0.1, port chosen by the OS."""
 
-    def __init__(self, app):
+    def __init__(self, app, access_log: bool = False):
         self.app = app
-        self.server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning",
-                                                    access_log=False, lifespan="on"))
+        self.server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="info" if access_log else "warning",
+                                                    access_log=access_log, lifespan="on"))
         self.thread = threading.Thread(target=self.server.run, daemon=True)
 
     def start(self, timeout_s: float = 20.0) -> str:
@@ -74,9 +74,9 @@ class LiveServer:
 
 
 @contextmanager
-def serve(settings: Settings) -> Iterator[httpx.Client]:
+def serve(settings: Settings, access_log: bool = False) -> Iterator[httpx.Client]:
     """A client for a fresh app with ``settings`` behind a real uvicorn server."""
-    server = LiveServer(create_app(settings))
+    server = LiveServer(create_app(settings), access_log)
     base_url = server.start()
     try:
         with httpx.Client(base_url=base_url, timeout=60) as client:

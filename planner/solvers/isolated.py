@@ -8,7 +8,8 @@ that import nothing but that backend: the parent never loads highspy, whatever i
 Each child serves one solve at a time over its stdin/stdout (length-prefixed pickles of an ``IlpModel`` and
 ``SolveOptions`` in, a ``SolveResult`` or the exception out); idle children are reused. A child reads EOF and
 exits when its parent goes away. A child that dies or overruns its time limit by ``GRACE_S`` answers an
-``ERROR`` result (a time-limit overrun is killed), so a caller always gets a ``SolveResult``.
+``ERROR`` result (a time-limit overrun is killed), so a caller always gets a ``SolveResult``; a cancelled
+token (``planner.solvers.cancel``) kills the child and raises SolveCancelled.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from typing import Any, BinaryIO
 
 from planner.milp.model import IlpModel
 from planner.solvers.base import SolveOptions, SolveResult, Termination
+from planner.solvers.cancel import SolveCancelled, interrupting
 
 #: seconds a child may run past the solve's own time limit (model translation, start-up) before it is killed
 GRACE_S = 60.0
@@ -180,10 +182,17 @@ class IsolatedBackend:
     def solve(self, model: IlpModel, options: SolveOptions) -> SolveResult:
         child = self._pool.acquire()
         try:
-            result = child.solve(model, options)
+            with interrupting(child.process.kill):  # cancelled: the child is killed, SolveCancelled raised
+                result = child.solve(model, options)
         except ChildDied as exc:
             return SolveResult(termination=Termination.ERROR, backend=self.name,
                                engine=options.engine or child.hello["default_engine"], message=str(exc))
+        except SolveCancelled:
+            if child.process.poll() is None:  # cancelled before it was sent anything
+                self._pool.release(child)
+            else:
+                child._discard()
+            raise
         except BaseException:
             self._pool.release(child)  # the child answered (an exception of the backend's): it is fine
             raise
@@ -191,8 +200,18 @@ class IsolatedBackend:
         return result
 
 
+_IN_CHILD = False
+
+
+def in_child() -> bool:
+    """True inside a solver child process."""
+    return _IN_CHILD
+
+
 def serve(target: str) -> None:
     """The child's loop: say hello, then answer one solve per frame until stdin closes."""
+    global _IN_CHILD
+    _IN_CHILD = True
     channel = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)  # whatever native code prints goes to stderr, never into the frames
     module_name, attr = target.split(":")

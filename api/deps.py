@@ -5,8 +5,9 @@ from __future__ import annotations
 import hashlib
 import hmac
 import logging
-from dataclasses import dataclass
-from typing import Annotated, Any
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Annotated, Any, Iterator
 
 from fastapi import Depends, Request
 from fastapi.exceptions import RequestValidationError
@@ -21,6 +22,7 @@ from api.settings import Settings, get_settings
 from api.store import PlanStore
 from api.study_jobs import StudyJobs
 from planner.catalog import Catalog
+from planner.solvers.cancel import CancelToken
 
 log = logging.getLogger("siliconmix.api")
 
@@ -35,6 +37,27 @@ class Services:
     catalog: Catalog | None = None
     catalog_error: str | None = None
     studies: StudyJobs | None = None
+    stopping: bool = False
+    solving: set[CancelToken] = field(default_factory=set)  # tokens of the plans being solved (event loop only)
+
+    @contextmanager
+    def tracked(self, token: CancelToken) -> Iterator[CancelToken]:
+        """``token`` is cancelled by ``stop`` while inside."""
+        if self.stopping:
+            token.cancel()
+        self.solving.add(token)
+        try:
+            yield token
+        finally:
+            self.solving.discard(token)
+
+    def stop(self) -> None:
+        """The server is stopping: cancel every plan being solved, interrupt every study (on the event loop)."""
+        self.stopping = True
+        for token in list(self.solving):
+            token.cancel()
+        if self.studies is not None:
+            self.studies.stop()
 
 
 def first_line(exc: BaseException) -> str:

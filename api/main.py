@@ -1,7 +1,8 @@
 """The FastAPI app factory: ``create_app(settings)``; ``uvicorn api.main:create_app --factory`` serves it.
 
 The lifespan owns what lives as long as the app: the plan store (migrated at start-up), the catalog,
-and the bounded pool that runs the planner.
+and the bounded pool that runs the planner. On SIGTERM/SIGINT (or shutdown) every plan being solved is
+cancelled and every running study interrupted, so uvicorn's wait for running requests ends within seconds.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from starlette.concurrency import run_in_threadpool
 
 from api import errors, logs
 from api.deps import Services, first_line, require_api_key
+from api.lifecycle import on_stop_signals
 from api.middleware import BodySizeLimit
 from api.routes import OPEN_ROUTERS, TAGS, V1_ROUTERS
 from api.runner import PlanRunner
@@ -102,9 +104,12 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
     app.state.services = svc
     logs.install()  # here, after uvicorn configured its loggers
     log_start(settings)
+    restore_signals = on_stop_signals(asyncio.get_running_loop(), svc.stop)
     try:
         yield
     finally:
+        restore_signals()
+        svc.stop()
         await asyncio.to_thread(svc.studies.shutdown)
         await asyncio.to_thread(runner.shutdown)
         store.dispose()

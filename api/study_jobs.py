@@ -1,9 +1,9 @@
 """Background studies: a small thread pool owned by the app's lifespan (``SILICONMIX_STUDY_WORKERS``).
 
 Each study solves its scenarios one after the other in its pool thread, in this process (no process pool
-inside the server: nothing to spawn, the catalog is shared, a cancel takes effect between scenarios and
-each solve is bounded by the study's ``options.time_limit_s``; the MILP engines release the GIL while they
-solve, so the event loop keeps answering). Every finished scenario is appended to the study folder's
+inside the server: nothing to spawn, the catalog is shared, and each solve is bounded by the study's
+``options.time_limit_s``; the MILP engines release the GIL while they solve, so the event loop keeps
+answering). A cancel, or the server stopping, also interrupts the scenario being solved (its cancel token). Every finished scenario is appended to the study folder's
 ``rows.jsonl`` journal, the same journal ``siliconmix study`` writes, so a study resumed after a restart
 solves only what is missing; at the end the folder gets the CLI's outputs (results.csv/.parquet, pareto.csv,
 charts, report.html).
@@ -23,11 +23,13 @@ import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 from api.store import StudyRow, StudyStore
 from planner.catalog import Catalog
 from planner.optimize import PlanOptions, plan_workload
 from planner.schema import Workload
+from planner.solvers.cancel import CancelToken, SolveCancelled, cancellable
 from planner.study import StudySpec, analyse, error_row, expand, result_row, table_row, with_prices
 from planner.study_runner import JOURNAL, Journal, run_key, scenario_task, solve_context, write_outputs, write_spec
 
@@ -35,7 +37,7 @@ log = logging.getLogger("siliconmix.api")
 
 
 def solve_in_process(task: dict, catalog: Catalog) -> dict:
-    """``study_runner.solve_scenario`` with the server's catalog: one row, never a raise."""
+    """``study_runner.solve_scenario`` with the server's catalog: one row; raises only SolveCancelled."""
     start = time.perf_counter()
     try:
         o = task["options"]
@@ -43,6 +45,8 @@ def solve_in_process(task: dict, catalog: Catalog) -> dict:
                               baseline=o["baseline"])
         plan = plan_workload(Workload.model_validate(task["workload"]), with_prices(catalog, task["prices"]), options)
         return result_row(plan, time.perf_counter() - start)
+    except SolveCancelled:  # cancelled or stopping: no row, the scenario is not done
+        raise
     except Exception as exc:  # noqa: BLE001 - a study records failures instead of stopping
         return error_row(f"{type(exc).__name__}: {exc}", time.perf_counter() - start)
 
@@ -57,6 +61,7 @@ class _Job:
     study_id: str
     cancel: threading.Event = field(default_factory=threading.Event)
     lock: threading.Lock = field(default_factory=threading.Lock)
+    token: CancelToken = field(default_factory=CancelToken)  # interrupts the scenario being solved
     future: Future | None = None
 
 
@@ -69,6 +74,9 @@ class StudyJobs:
         self._jobs: dict[str, _Job] = {}
         self._guard = threading.Lock()
         self._stopping = threading.Event()
+        #: called in a study's thread before each scenario it solves, with the study id and the scenario's
+        #: index; tests stop a study at a known scenario with it
+        self.before_scenario: Callable[[str, int], None] | None = None
 
     # ------------------------------------------------------------------------------- lifecycle
     def start(self, resume: bool) -> tuple[int, int]:
@@ -87,9 +95,21 @@ class StudyJobs:
                                   error="the server stopped before the study finished")
         return 0, len(rows)
 
-    def shutdown(self) -> None:
-        """Stop after each running study's current scenario; running and queued studies become ``interrupted``."""
+    def stop(self) -> None:
+        """Start no scenario and interrupt the ones being solved (they are solved again on resume)."""
         self._stopping.set()
+        with self._guard:
+            jobs = list(self._jobs.values())
+        for job in jobs:
+            job.token.cancel()
+
+    @property
+    def stopping(self) -> threading.Event:
+        return self._stopping
+
+    def shutdown(self) -> None:
+        """``stop``, wait for the study threads; running and queued studies become ``interrupted``."""
+        self.stop()
         self._pool.shutdown(wait=True, cancel_futures=True)
         for study_id in list(self._jobs):
             self.store.transition(study_id, "interrupted", ("queued", "running"),
@@ -118,6 +138,7 @@ class StudyJobs:
             return self.store.transition(study_id, "cancelled", ("queued", "running"))
         with job.lock:
             job.cancel.set()
+            job.token.cancel()
             return self.store.transition(study_id, "cancelled", ("queued", "running"))
 
     def _run(self, job: _Job, spec: StudySpec) -> None:
@@ -152,9 +173,15 @@ class StudyJobs:
         for scenario, key in zip(scenarios, keys):
             if key in done:
                 continue
+            if self.before_scenario is not None:
+                self.before_scenario(study_id, scenario.index)
             if job.cancel.is_set() or self._stopping.is_set():
                 break
-            result = solve_in_process(scenario_task(scenario, spec), catalog)
+            try:
+                with cancellable(job.token):
+                    result = solve_in_process(scenario_task(scenario, spec), catalog)
+            except SolveCancelled:
+                break
             with job.lock:
                 if job.cancel.is_set():  # DELETE marked it cancelled while this scenario solved: drop the row
                     return

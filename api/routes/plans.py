@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import Annotated, Literal
 
-from fastapi import APIRouter, Body, Depends, Path, Query, Response
+from fastapi import APIRouter, Body, Depends, Path, Query, Request, Response
 from pydantic import ValidationError
 from starlette.concurrency import run_in_threadpool
 
-from api.deps import get_catalog, get_runner, get_store, strict_json
-from api.errors import BUSY, NOT_FOUND, VALIDATION, FieldError, ProblemError, field_errors, problem_docs, summary
+from api.deps import Services, get_catalog, get_runner, get_store, services, strict_json
+from api.errors import BUSY, NOT_FOUND, UNAVAILABLE, VALIDATION, FieldError, ProblemError, field_errors, problem_docs, summary
 from api.examples import WORKLOAD_EXAMPLES
+from api.lifecycle import cancel_on_disconnect
 from api.models import PlanPage, PlanRecord, PlanSummary, TaskGraph
 from api.runner import Busy, PlanJob, PlanRunner, PoolBroken
 from api.settings import Settings, get_settings
@@ -20,6 +22,7 @@ from planner.catalog import Catalog, UnknownId
 from planner.optimize import PlanOptions
 from planner.perf.profile import UnsupportedDtype
 from planner.schema import PlanStatus, Workload
+from planner.solvers.cancel import CancelToken, SolveCancelled
 
 router = APIRouter(prefix="/v1/plans", tags=["plans"])
 
@@ -42,7 +45,9 @@ PlanId = Annotated[str, Path(description="the id POST /v1/plans answered with", 
                **problem_docs(401, 413, 415, 422, 503)},
 )
 async def create_plan(
+    request: Request,
     workload: Annotated[Workload, Body(openapi_examples=WORKLOAD_EXAMPLES)],
+    svc: Annotated[Services, Depends(services)],
     settings: Annotated[Settings, Depends(get_settings)],
     catalog: Annotated[Catalog, Depends(get_catalog)],
     store: Annotated[PlanStore, Depends(get_store)],
@@ -58,8 +63,9 @@ async def create_plan(
 ) -> Response:
     """Solve the placement MILP for the workload, store the plan and answer with it and its id.
 
-    The planner runs on a bounded pool, away from the event loop. A workload no fleet can serve is an
-    answer, not an error: 201 with status `infeasible` and a diagnosis (which SLO or limit must bend).
+    The planner runs on a bounded pool, away from the event loop; its solve stops when the client disconnects.
+    A workload no fleet can serve is an answer, not an error: 201 with status `infeasible` and a diagnosis
+    (which SLO or limit must bend).
     """
     check_size(workload, settings)
     limit = time_limit_s or settings.default_time_limit_s or PlanOptions().time_limit_s
@@ -68,7 +74,15 @@ async def create_plan(
                   baseline=settings.plan_baseline if baseline is None else baseline,
                   catalog_dir=str(settings.catalog_dir) if settings.catalog_dir else None)
     try:
-        plan_json = await runner.run(job)
+        with svc.tracked(CancelToken()) as token:
+            watcher = asyncio.create_task(cancel_on_disconnect(request, token))
+            try:
+                plan_json = await runner.run(job, token)
+            finally:
+                watcher.cancel()
+    except SolveCancelled as exc:  # the client left (nobody reads this) or the server is stopping
+        raise ProblemError(503, "the server is shutting down; retry on another instance or later" if svc.stopping
+                           else "the request was cancelled", type=UNAVAILABLE, headers={"Retry-After": "5"}) from exc
     except (Busy, PoolBroken) as exc:
         raise ProblemError(503, f"{exc}; retry later", type=BUSY, headers={"Retry-After": "2"}) from exc
     except ValidationError as exc:  # a model the planner derived from the workload: its fields, not its input

@@ -19,6 +19,7 @@ from typing import Iterator
 
 import httpx
 import uvicorn
+from fastapi import FastAPI
 
 from api.main import create_app
 from api.settings import Settings
@@ -74,15 +75,23 @@ class LiveServer:
 
 
 @contextmanager
-def serve(settings: Settings, access_log: bool = False) -> Iterator[httpx.Client]:
-    """A client for a fresh app with ``settings`` behind a real uvicorn server."""
-    server = LiveServer(create_app(settings), access_log)
+def serve_app(settings: Settings, access_log: bool = False) -> Iterator[tuple[httpx.Client, FastAPI]]:
+    """A client for a fresh app with ``settings`` behind a real uvicorn server, and the app (started)."""
+    app = create_app(settings)
+    server = LiveServer(app, access_log)
     base_url = server.start()
     try:
         with httpx.Client(base_url=base_url, timeout=60) as client:
-            yield client
+            yield client, app
     finally:
         server.stop()
+
+
+@contextmanager
+def serve(settings: Settings, access_log: bool = False) -> Iterator[httpx.Client]:
+    """A client for a fresh app with ``settings`` behind a real uvicorn server."""
+    with serve_app(settings, access_log) as (client, _app):
+        yield client
 
 
 def free_port() -> int:

@@ -15,7 +15,7 @@ from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBea
 from pydantic import BaseModel, ValidationError
 from starlette.concurrency import run_in_threadpool
 
-from api.errors import UNAUTHORIZED, UNAVAILABLE, UNSUPPORTED_MEDIA, ProblemError, clipped
+from api.errors import UNAUTHORIZED, UNAVAILABLE, UNSUPPORTED_MEDIA, VALIDATION, FieldError, ProblemError, clipped, summary
 from api.logs import secret_params
 from api.runner import PlanRunner
 from api.settings import Settings, get_settings
@@ -125,6 +125,16 @@ def strict_json(model: type[BaseModel]) -> Any:
     return Depends(check)
 
 
+def single_query_values(request: Request) -> None:
+    """Every route: a query parameter given twice is a 422 (each is one value; none is a list)."""
+    names = [name for name, _ in request.query_params.multi_items()]
+    repeated = sorted({n for n in names if names.count(n) > 1})
+    if repeated:
+        errors = [FieldError(location="query", field=n, type="repeated",
+                             message=f"given {names.count(n)} times; give it once") for n in repeated]
+        raise ProblemError(422, summary(errors), type=VALIDATION, title="Invalid input", errors=errors)
+
+
 def _digest(key: str) -> bytes:
     return hashlib.sha256(key.encode()).digest()
 
@@ -148,8 +158,8 @@ def require_api_key(
     bearer: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
     api_key: Annotated[str | None, Depends(_api_key)],
 ) -> None:
-    """Every /v1 route when SILICONMIX_API_KEYS is set: ``Authorization: Bearer <key>`` or ``X-API-Key``.
-    A key in the query string is refused, valid or not (URLs end up in logs and browser histories)."""
+    """Every /v1 route when SILICONMIX_API_KEYS is set: ``Authorization: Bearer <key>`` or ``X-API-Key``; when both
+    are sent, both must be valid. A key in the query string is refused, valid or not (URLs end up in logs)."""
     if not settings.api_keys:
         return
     in_url = secret_params(request.url.query)
@@ -161,6 +171,6 @@ def require_api_key(
     if not given:
         raise ProblemError(401, "this service needs an API key: 'Authorization: Bearer <key>' or 'X-API-Key: <key>'",
                            type=UNAUTHORIZED, headers={"WWW-Authenticate": "Bearer"})
-    if not any([key_matches(k, settings.api_keys) for k in given]):  # a list: both are checked
+    if not all([key_matches(k, settings.api_keys) for k in given]):  # a list: both are checked; both must be valid
         raise ProblemError(401, "the API key is not valid", type=UNAUTHORIZED,
                            headers={"WWW-Authenticate": 'Bearer error="invalid_token"'})

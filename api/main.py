@@ -19,7 +19,7 @@ from fastapi.routing import APIRoute
 from starlette.concurrency import run_in_threadpool
 
 from api import errors, logs
-from api.deps import Services, first_line, require_api_key
+from api.deps import Services, first_line, require_api_key, single_query_values
 from api.lifecycle import on_stop_signals
 from api.middleware import BodySizeLimit
 from api.routes import OPEN_ROUTERS, TAGS, V1_ROUTERS
@@ -56,6 +56,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         openapi_tags=TAGS,
         lifespan=lifespan,
         generate_unique_id_function=operation_id,
+        dependencies=[Depends(single_query_values)],
         debug=False,
     )
     app.state.settings = settings

@@ -16,6 +16,7 @@ from starlette.concurrency import run_in_threadpool
 
 from api.deps import get_catalog, get_study_jobs, strict_json
 from api.errors import NOT_FOUND, VALIDATION, FieldError, ProblemError, problem_docs
+from api.examples import STUDY_EXAMPLES
 from api.routes.plans import check_input, check_size
 from api.settings import Settings, get_settings
 from api.store import StudyRow, as_utc, new_id
@@ -83,7 +84,7 @@ def study_row(jobs: StudyJobs, study_id: str) -> StudyRow:
                **problem_docs(401, 413, 415, 422, 503)},
 )
 async def create_study(
-    spec: Annotated[StudySpec, Body()],
+    spec: Annotated[StudySpec, Body(openapi_examples=STUDY_EXAMPLES)],
     settings: Annotated[Settings, Depends(get_settings)],
     catalog: Annotated[Catalog, Depends(get_catalog)],
     jobs: Annotated[StudyJobs, Depends(get_study_jobs)],

@@ -39,6 +39,8 @@ def test_with_keys_every_v1_route_needs_one(make_settings, caplog):
         assert_problem(http.get("/v1/plans", headers={"Authorization": "Basic k-alpha-123"}), 401)
         assert http.get("/v1/plans", headers={"Authorization": "Bearer k-alpha-123"}).status_code == 200
         assert http.get("/v1/plans", headers={"X-API-Key": "k-beta-456"}).status_code == 200
+        both = {"X-API-Key": "k-beta-456", "Authorization": "Bearer not-a-key"}  # one valid key does not cover a bad one
+        assert_problem(http.get("/v1/plans", headers=both), 401)
         estimate = http.post("/v1/estimate", json=ESTIMATE, headers={"X-API-Key": "k-alpha-123"})
         assert estimate.status_code == 200
         for probe in ("/healthz", "/readyz", "/openapi.json", "/docs"):

@@ -162,6 +162,12 @@ def test_bad_query_parameters_are_422(client):
     assert_problem(client.get("/v1/plans", params={"status": "great"}), 422, fields=["status"])
 
 
+def test_a_query_parameter_given_twice_is_422(client):
+    body = assert_problem(client.get("/v1/catalog/models?family=llama&family=qwen3"), 422, fields=["family"])
+    assert body["errors"][0]["location"] == "query" and "2 times" in body["errors"][0]["message"]
+    assert client.get("/v1/catalog/models?family=llama").status_code == 200
+
+
 def test_estimate_input_errors_are_422(client):
     base = {"model": "llama-3.3-70b", "device": "h100-sxm", "tp": 8}
     assert_problem(client.post("/v1/estimate", json={**base, "device": "h1000"}), 422, fields=["device"])

@@ -1,9 +1,9 @@
 """Cancelling solves from another thread.
 
 A caller that may need to stop work (a server whose client left, a study being cancelled, a shutdown) runs it
-``with cancellable(token)``; every backend solve in that context registers how to interrupt itself (OR-Tools'
-``SolveInterrupter``, killing the PuLP child) and raises ``SolveCancelled`` once ``token.cancel()`` was called,
-including every solve started after it. Without a token nothing changes: the CLI never sets one.
+``with cancellable(token)``; every backend solve in that context registers how to interrupt itself (killing the
+child process it solves in) and raises ``SolveCancelled`` once ``token.cancel()`` was called, including every
+solve started after it. Without a token nothing changes: the CLI never sets one.
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """OR-Tools backend: the IlpModel through MathOpt, SCIP by default (HiGHS as the alternative engine).
 
-A cancelled token (``planner.solvers.cancel``) interrupts the running solve and raises SolveCancelled.
-MathOpt's HiGHS ignores the interrupter, so under a token a HiGHS solve runs in a child process
-(``planner.solvers.isolated``), which a cancel kills.
+Under a cancel token (``planner.solvers.cancel``: the server) the solve runs in a child process
+(``planner.solvers.isolated``) that a cancel kills: MathOpt's HiGHS ignores its SolveInterrupter and SCIP's
+event handler rejects it, so killing is the one interrupt that works for both.
 """
 
 from __future__ import annotations
@@ -13,16 +13,13 @@ from datetime import timedelta
 import numpy as np
 from ortools.init.python import init
 from ortools.math_opt.python import mathopt
-from ortools.util.python.solve_interrupter import SolveInterrupter
 
 from planner.milp.model import IlpModel
 from planner.solvers.base import SolveOptions, SolveResult, Termination
-from planner.solvers.cancel import current_token, interrupting
+from planner.solvers.cancel import current_token
 from planner.solvers.isolated import IsolatedBackend, in_child
 
 ENGINES = {"scip": mathopt.SolverType.GSCIP, "highs": mathopt.SolverType.HIGHS}
-#: engines that ignore MathOpt's SolveInterrupter
-UNINTERRUPTIBLE = frozenset({"highs"})
 TARGET = "planner.solvers.ortools_backend:OrtoolsBackend"
 _REASONS = {
     mathopt.TerminationReason.OPTIMAL: Termination.OPTIMAL,
@@ -47,7 +44,7 @@ class OrtoolsBackend:
         engine = options.engine or self.default_engine
         if engine not in ENGINES:
             raise ValueError(f"engine {engine!r} is not an OR-Tools engine; known: {', '.join(ENGINES)}")
-        if engine in UNINTERRUPTIBLE and current_token() is not None and not in_child():
+        if current_token() is not None and not in_child():
             return IsolatedBackend(self.name, TARGET).solve(model, options)  # killable there
         start = time.perf_counter()
         mo = mathopt.Model(name="siliconmix")
@@ -70,9 +67,7 @@ class OrtoolsBackend:
             threads=None if engine == "highs" else options.threads,
             random_seed=options.seed,
         )
-        interrupter = SolveInterrupter()
-        with interrupting(interrupter.interrupt):
-            result = mathopt.solve(mo, ENGINES[engine], params=params, interrupter=interrupter)
+        result = mathopt.solve(mo, ENGINES[engine], params=params)
         elapsed = time.perf_counter() - start
         termination = self._termination(result)
         has_solution = result.has_primal_feasible_solution()

@@ -15,7 +15,7 @@ from ortools.init.python import init
 from ortools.math_opt.python import mathopt
 
 from planner.milp.model import IlpModel
-from planner.solvers.base import SolveOptions, SolveResult, Termination
+from planner.solvers.base import SolveOptions, SolveResult, Termination, require_finite
 from planner.solvers.cancel import current_token
 from planner.solvers.isolated import IsolatedBackend, in_child
 
@@ -44,6 +44,7 @@ class OrtoolsBackend:
         engine = options.engine or self.default_engine
         if engine not in ENGINES:
             raise ValueError(f"engine {engine!r} is not an OR-Tools engine; known: {', '.join(ENGINES)}")
+        require_finite(model)
         if current_token() is not None and not in_child():
             return IsolatedBackend(self.name, TARGET).solve(model, options)  # killable there
         start = time.perf_counter()

@@ -85,3 +85,4 @@ def test_a_child_that_crashes_answers_an_error_result_and_is_replaced(tiny):
     second = backend.solve(model, SolveOptions())  # a new child, which crashes again: still an answer
     assert second.termination is Termination.ERROR
     backend._pool.close()
+

@@ -1,12 +1,12 @@
 """Background studies: a small thread pool owned by the app's lifespan (``SILICONMIX_STUDY_WORKERS``).
 
-Each study solves its scenarios one after the other in its pool thread, in this process (no process pool
-inside the server: nothing to spawn, the catalog is shared, and each solve is bounded by the study's
-``options.time_limit_s``; the MILP engines release the GIL while they solve, so the event loop keeps
-answering). A cancel, or the server stopping, also interrupts the scenario being solved (its cancel token). Every finished scenario is appended to the study folder's
-``rows.jsonl`` journal, the same journal ``siliconmix study`` writes, so a study resumed after a restart
-solves only what is missing; at the end the folder gets the CLI's outputs (results.csv/.parquet, pareto.csv,
-charts, report.html).
+Each study solves its scenarios one after the other in its pool thread (no process pool inside the server:
+the catalog is shared, and each solve is bounded by the study's ``options.time_limit_s``). Under the job's
+cancel token the MILPs themselves run in the solver child processes (``planner.solvers.isolated``), so a
+cancel, or the server stopping, also stops the scenario being solved. Every finished scenario is appended to
+the study folder's ``rows.jsonl`` journal, the same journal ``siliconmix study`` writes, so a study resumed
+after a restart solves only what is missing; at the end the folder gets the CLI's outputs (results.csv/.parquet,
+pareto.csv, charts, report.html).
 
 Status changes are conditional updates in the database: ``queued -> running -> succeeded | failed``,
 ``queued | running -> cancelled`` (DELETE), ``queued | running -> interrupted`` (server stopped). A cancel

@@ -112,7 +112,7 @@ def test_field_errors_never_echo_the_whole_input(client):
 
     bad = [dict(CHAT_70B["classes"][0], name=f"c{i}", rate_rps=-1) for i in range(20)]
     body = assert_problem(client.post("/v1/plans", json=workload(classes=bad)), 422)
-    assert len(body["errors"]) == 20 and {e["type"] for e in body["errors"]} == {"greater_than"}  # no "at least 1 item"
+    assert [e["field"] for e in body["errors"]] == [f"classes.{i}.rate_rps" for i in range(20)]  # no "at least 1 item"
     assert "at least 1 item" not in json.dumps(body) and "rate_rps': -1" not in json.dumps(body)
     assert body["detail"].endswith("and 15 more (see errors)")
 

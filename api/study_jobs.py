@@ -34,6 +34,7 @@ from planner.study import StudySpec, analyse, error_row, expand, result_row, tab
 from planner.study_runner import JOURNAL, Journal, run_key, scenario_task, solve_context, write_outputs, write_spec
 
 log = logging.getLogger("siliconmix.api")
+STOPPED = "the server stopped before the study finished"
 
 
 def solve_in_process(task: dict, catalog: Catalog) -> dict:
@@ -92,7 +93,7 @@ class StudyJobs:
         rows = self.store.with_status(("queued", "running"))
         for row in rows:
             self.store.transition(row.id, "interrupted", ("queued", "running"),
-                                  error="the server stopped before the study finished")
+                                  error=STOPPED)
         return 0, len(rows)
 
     def stop(self) -> None:
@@ -113,7 +114,7 @@ class StudyJobs:
         self._pool.shutdown(wait=True, cancel_futures=True)
         for study_id in list(self._jobs):
             self.store.transition(study_id, "interrupted", ("queued", "running"),
-                                  error="the server stopped before the study finished")
+                                  error=STOPPED)
 
     def active(self) -> int:
         with self._guard:
@@ -155,7 +156,10 @@ class StudyJobs:
     def _solve(self, job: _Job, spec: StudySpec) -> None:
         study_id, catalog = job.study_id, self.catalog
         with job.lock:
-            if job.cancel.is_set() or self._stopping.is_set():
+            if job.cancel.is_set():
+                return
+            if self._stopping.is_set():  # dequeued while the server stops: it never started
+                self.store.transition(study_id, "interrupted", ("queued",), error=STOPPED)
                 return
             if not self.store.transition(study_id, "running", ("queued",)):
                 return  # cancelled while queued
@@ -194,7 +198,7 @@ class StudyJobs:
             return
         if self._stopping.is_set() and not all(k in done for k in keys):
             self.store.transition(study_id, "interrupted", ("running",),
-                                  error="the server stopped before the study finished")
+                                  error=STOPPED)
             return
         with job.lock:
             if job.cancel.is_set():

@@ -212,6 +212,19 @@ def test_a_restart_marks_unfinished_studies_interrupted_or_resumes_them(settings
     assert len(lines) == len({line["scenario"] for line in lines}) == len(LONG)  # nothing solved twice
 
 
+def test_studies_still_queued_when_the_server_stops_are_interrupted_too(settings):
+    with serve_app(settings()) as (http, app):  # one study worker: the second and third wait in the queue
+        jobs = app.state.services.studies
+        at_zero = stop_at(app, 0, lambda: jobs.stopping.wait(60))
+        locations = [http.post("/v1/studies", json=study([50, 40], f"q{i}")).headers["location"] for i in range(3)]
+        assert at_zero.wait(60)
+        jobs.stop()  # what SIGTERM does first; the queued studies then reach the worker and must not start
+        idle(app)
+        records = [http.get(location).json() for location in locations]
+    assert [r["status"] for r in records] == ["interrupted"] * 3, records
+    assert all("server stopped" in r["error"] for r in records)
+
+
 def test_unknown_ids_and_invalid_specs(settings):
     with serve(settings()) as http:
         for method, path in (("GET", ""), ("GET", "/results"), ("DELETE", ""), ("GET", "/export")):

@@ -5,8 +5,9 @@ from __future__ import annotations
 import hashlib
 import hmac
 import logging
-from dataclasses import dataclass
-from typing import Annotated, Any
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Annotated, Any, Iterator
 
 from fastapi import Depends, Request
 from fastapi.exceptions import RequestValidationError
@@ -14,12 +15,14 @@ from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBea
 from pydantic import BaseModel, ValidationError
 from starlette.concurrency import run_in_threadpool
 
-from api.errors import UNAUTHORIZED, UNAVAILABLE, ProblemError
+from api.errors import UNAUTHORIZED, UNAVAILABLE, UNSUPPORTED_MEDIA, VALIDATION, FieldError, ProblemError, clipped, summary
+from api.logs import secret_params
 from api.runner import PlanRunner
 from api.settings import Settings, get_settings
 from api.store import PlanStore
 from api.study_jobs import StudyJobs
 from planner.catalog import Catalog
+from planner.solvers.cancel import CancelToken
 
 log = logging.getLogger("siliconmix.api")
 
@@ -34,6 +37,27 @@ class Services:
     catalog: Catalog | None = None
     catalog_error: str | None = None
     studies: StudyJobs | None = None
+    stopping: bool = False
+    solving: set[CancelToken] = field(default_factory=set)  # tokens of the plans being solved (event loop only)
+
+    @contextmanager
+    def tracked(self, token: CancelToken) -> Iterator[CancelToken]:
+        """``token`` is cancelled by ``stop`` while inside."""
+        if self.stopping:
+            token.cancel()
+        self.solving.add(token)
+        try:
+            yield token
+        finally:
+            self.solving.discard(token)
+
+    def stop(self) -> None:
+        """The server is stopping: cancel every plan being solved, interrupt every study (on the event loop)."""
+        self.stopping = True
+        for token in list(self.solving):
+            token.cancel()
+        if self.studies is not None:
+            self.studies.stop()
 
 
 def first_line(exc: BaseException) -> str:
@@ -77,17 +101,38 @@ async def get_runner(svc: Annotated[Services, Depends(services)]) -> PlanRunner:
     return svc.runner
 
 
+def is_json(content_type: str) -> bool:
+    """``application/json`` or ``application/<x>+json``, parameters (``charset``) aside."""
+    media = content_type.split(";", 1)[0].strip().lower()
+    return media == "application/json" or (media.startswith("application/") and media.endswith("+json"))
+
+
 def strict_json(model: type[BaseModel]) -> Any:
-    """A route dependency: the JSON body must match ``model`` strictly (no ``false`` for a number, no
-    ``"12"`` for an integer), as the OpenAPI schema says; FastAPI's own parse is lax python mode."""
+    """A route dependency: the body must be sent as JSON (else 415) and match ``model`` strictly (no ``false``
+    for a number, no ``"12"`` for an integer), as the OpenAPI schema says; FastAPI's own parse is lax python mode."""
 
     async def check(request: Request) -> None:
+        content_type = request.headers.get("content-type", "")
+        if not is_json(content_type):
+            sent = f"Content-Type {clipped(content_type, 80)!r}" if content_type else "no Content-Type"
+            raise ProblemError(415, f"the body must be JSON sent as 'Content-Type: application/json' (got {sent})",
+                               type=UNSUPPORTED_MEDIA)
         try:
             model.model_validate_json(await request.body(), strict=True)
         except ValidationError as exc:
             raise RequestValidationError([{**e, "loc": ("body", *e["loc"])} for e in exc.errors(include_url=False)]) from exc
 
     return Depends(check)
+
+
+def single_query_values(request: Request) -> None:
+    """Every route: a query parameter given twice is a 422 (each is one value; none is a list)."""
+    names = [name for name, _ in request.query_params.multi_items()]
+    repeated = sorted({n for n in names if names.count(n) > 1})
+    if repeated:
+        errors = [FieldError(location="query", field=n, type="repeated",
+                             message=f"given {names.count(n)} times; give it once") for n in repeated]
+        raise ProblemError(422, summary(errors), type=VALIDATION, title="Invalid input", errors=errors)
 
 
 def _digest(key: str) -> bytes:
@@ -108,17 +153,24 @@ _api_key = APIKeyHeader(name="X-API-Key", auto_error=False, description="one of 
 
 
 def require_api_key(
+    request: Request,
     settings: Annotated[Settings, Depends(get_settings)],
     bearer: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
     api_key: Annotated[str | None, Depends(_api_key)],
 ) -> None:
-    """Every /v1 route when SILICONMIX_API_KEYS is set: ``Authorization: Bearer <key>`` or ``X-API-Key``."""
+    """Every /v1 route when SILICONMIX_API_KEYS is set: ``Authorization: Bearer <key>`` or ``X-API-Key``; when both
+    are sent, both must be valid. A key in the query string is refused, valid or not (URLs end up in logs)."""
     if not settings.api_keys:
         return
+    in_url = secret_params(request.url.query)
+    if in_url:
+        raise ProblemError(401, f"credentials go in the 'Authorization: Bearer <key>' or 'X-API-Key' header, never in "
+                                f"the URL (query parameter {clipped(in_url[0], 40)!r})", type=UNAUTHORIZED,
+                           headers={"WWW-Authenticate": "Bearer"})
     given = [k for k in (bearer.credentials if bearer else None, api_key) if k]
     if not given:
         raise ProblemError(401, "this service needs an API key: 'Authorization: Bearer <key>' or 'X-API-Key: <key>'",
                            type=UNAUTHORIZED, headers={"WWW-Authenticate": "Bearer"})
-    if not any([key_matches(k, settings.api_keys) for k in given]):  # a list: both are checked
+    if not all([key_matches(k, settings.api_keys) for k in given]):  # a list: both are checked; both must be valid
         raise ProblemError(401, "the API key is not valid", type=UNAUTHORIZED,
                            headers={"WWW-Authenticate": 'Bearer error="invalid_token"'})

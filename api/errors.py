@@ -15,7 +15,7 @@ from typing import Any, Iterable
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, field_validator
 from sqlalchemy.exc import OperationalError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -27,10 +27,24 @@ log = logging.getLogger("siliconmix.api")
 VALIDATION = "urn:siliconmix:problem:validation-error"
 NOT_FOUND = "urn:siliconmix:problem:not-found"
 TOO_LARGE = "urn:siliconmix:problem:too-large"
+TIMEOUT = "urn:siliconmix:problem:timeout"
 UNAUTHORIZED = "urn:siliconmix:problem:unauthorized"
+UNSUPPORTED_MEDIA = "urn:siliconmix:problem:unsupported-media-type"
 BUSY = "urn:siliconmix:problem:busy"
 UNAVAILABLE = "urn:siliconmix:problem:unavailable"
 INTERNAL = "urn:siliconmix:problem:internal-error"
+
+
+#: most characters of one error message (pydantic's value errors can quote a whole input list)
+MAX_MESSAGE_CHARS = 200
+#: most field errors the one-line ``detail`` names (``errors[]`` lists them all), and its most characters
+MAX_DETAIL_ERRORS = 5
+MAX_DETAIL_CHARS = 1_500
+
+
+def clipped(text: str, limit: int = MAX_MESSAGE_CHARS) -> str:
+    """``text`` cut to ``limit`` characters, saying how long it was."""
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} characters)"
 
 
 class FieldError(BaseModel):
@@ -41,6 +55,11 @@ class FieldError(BaseModel):
                        examples=["classes.0.slo.ttft_ms"])
     message: str = Field(examples=["Input should be greater than 0"])
     type: str = Field(description="machine-readable error code", examples=["greater_than"])
+
+    @field_validator("field", "message")
+    @classmethod
+    def _clip(cls, text: str) -> str:
+        return clipped(text)
 
 
 class Problem(BaseModel):
@@ -54,6 +73,11 @@ class Problem(BaseModel):
                                examples=["classes.0.slo.ttft_ms: Input should be greater than 0"])
     instance: str | None = Field(None, description="the request path", examples=["/v1/plans"])
     errors: list[FieldError] | None = Field(None, description="every invalid field (validation errors only)")
+
+    @field_validator("detail")
+    @classmethod
+    def _clip(cls, text: str | None) -> str | None:
+        return None if text is None else clipped(text, MAX_DETAIL_CHARS)
 
 
 class ProblemError(Exception):
@@ -97,10 +121,13 @@ def field_errors(errors: Iterable[dict[str, Any]]) -> list[FieldError]:
 
 
 def summary(errors: list[FieldError]) -> str:
+    """``field: message; ...`` of the first MAX_DETAIL_ERRORS errors, and how many more there are."""
     def where(e: FieldError) -> str:
         return e.field or e.location
 
-    return "; ".join(f"{where(e)}: {e.message}" for e in errors)
+    text = "; ".join(f"{where(e)}: {e.message}" for e in errors[:MAX_DETAIL_ERRORS])
+    more = len(errors) - MAX_DETAIL_ERRORS
+    return f"{text}; and {more} more (see errors)" if more > 0 else text
 
 
 def install(app: FastAPI) -> None:
@@ -203,8 +230,9 @@ def problem_docs(*statuses: int) -> dict[int | str, dict[str, Any]]:
     text = {
         401: "No API key, or a key that is not one of SILICONMIX_API_KEYS",
         404: "No resource with that id",
-        413: "Body larger than SILICONMIX_MAX_BODY_BYTES, or a workload over the class/device limits",
-        422: "Invalid input: every wrong field is listed in `errors`",
+        413: "Body larger than SILICONMIX_MAX_BODY_BYTES (a size limit; counts over a limit are 422)",
+        415: "Body not sent as `Content-Type: application/json`",
+        422: "Invalid input, or a count over a limit (classes, devices, scenarios): every wrong field is in `errors`",
         503: "Not ready (database or catalog) or too many plans queued; retry later",
     }
     return {

@@ -56,3 +56,16 @@ ESTIMATE_EXAMPLES = {
         "value": {"model": "llama-3.3-70b", "device": "cs-3", "tp": 4, "batch": 1, "isl": 2048, "osl": 256},
     },
 }
+
+STUDY_EXAMPLES = {
+    "tpot-sweep": {
+        "summary": "Two TPOT targets for chat-70b on H100s (two scenarios, seconds to solve)",
+        "description": "A grid of one axis; the base is an inline workload, as in a study file.",
+        "value": {
+            "name": "tpot-sweep",
+            "base": {**CHAT_70B, "constraints": {**CHAT_70B["constraints"], "devices": ["h100-sxm"]}},
+            "axes": [{"name": "tpot_ms", "param": "slo.tpot_ms", "values": [50, 30]}],
+            "options": {"time_limit_s": 2, "baseline": False},
+        },
+    },
+}

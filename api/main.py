@@ -1,7 +1,8 @@
 """The FastAPI app factory: ``create_app(settings)``; ``uvicorn api.main:create_app --factory`` serves it.
 
 The lifespan owns what lives as long as the app: the plan store (migrated at start-up), the catalog,
-and the bounded pool that runs the planner.
+and the bounded pool that runs the planner. On SIGTERM/SIGINT (or shutdown) every plan being solved is
+cancelled and every running study interrupted, so uvicorn's wait for running requests ends within seconds.
 """
 
 from __future__ import annotations
@@ -17,8 +18,9 @@ from fastapi.openapi.utils import get_openapi
 from fastapi.routing import APIRoute
 from starlette.concurrency import run_in_threadpool
 
-from api import docs, errors
-from api.deps import Services, first_line, require_api_key
+from api import docs, errors, logs
+from api.deps import Services, first_line, require_api_key, single_query_values
+from api.lifecycle import on_stop_signals
 from api.middleware import BodySizeLimit
 from api.routes import OPEN_ROUTERS, TAGS, V1_ROUTERS
 from api.runner import PlanRunner
@@ -54,6 +56,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         openapi_tags=TAGS,
         lifespan=lifespan,
         generate_unique_id_function=operation_id,
+        dependencies=[Depends(single_query_values)],
         debug=False,
         docs_url=None,  # replaced by api.docs: the same pages from locally installed assets
         redoc_url=None,
@@ -71,7 +74,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         app.add_middleware(CORSMiddleware, allow_origins=settings.cors_origins, allow_methods=["GET", "POST", "DELETE"],
                            allow_headers=["Authorization", "X-API-Key", "Content-Type"])
     app.add_middleware(errors.CatchAll)
-    app.add_middleware(BodySizeLimit, max_body_bytes=settings.max_body_bytes)  # outermost: before anything reads
+    app.add_middleware(BodySizeLimit, max_body_bytes=settings.max_body_bytes,
+                       body_timeout_s=settings.body_timeout_s)  # outermost: before anything reads
     app.openapi = lambda: openapi(app)  # type: ignore[method-assign]
     return app
 
@@ -102,19 +106,23 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
     except Exception as exc:
         log.error("unfinished studies not checked: %s", first_line(exc))
     app.state.services = svc
+    logs.install()  # here, after uvicorn configured its loggers
     log_start(settings)
+    restore_signals = on_stop_signals(asyncio.get_running_loop(), svc.stop)
     try:
         yield
     finally:
+        restore_signals()
+        svc.stop()
         await asyncio.to_thread(svc.studies.shutdown)
         await asyncio.to_thread(runner.shutdown)
         store.dispose()
 
 
 def log_start(settings: Settings) -> None:
-    log.info("database %s; planner: %s pool of %d (queue %d); body limit %d bytes",
+    log.info("database %s; planner: %s pool of %d (queue %d); body limit %d bytes in %g s",
              database_label(settings.database_url), settings.plan_executor, settings.plan_workers,
-             settings.plan_queue_limit, settings.max_body_bytes)
+             settings.plan_queue_limit, settings.max_body_bytes, settings.body_timeout_s)
     if settings.api_keys:
         log.info("API keys required on /v1 (%d configured): 'Authorization: Bearer <key>' or 'X-API-Key'",
                  len(settings.api_keys))

@@ -4,7 +4,8 @@
 (default: no start-up cost, the catalog shared in memory; the MILP engines release the GIL while they
 solve) or a process pool (``SILICONMIX_PLAN_EXECUTOR=process``: true parallelism on many cores, at the
 price of a spawned interpreter and catalog per worker). At most ``plan_queue_limit`` plans run or wait;
-one more is refused at once (503) rather than queued without bound.
+one more is refused at once (503) rather than queued without bound. A plan on the thread pool stops when its
+token is cancelled (client gone, server stopping); one in a worker process is only abandoned.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from pathlib import Path
 from planner.catalog import load_catalog
 from planner.optimize import PlanOptions, plan_workload
 from planner.schema import Workload
+from planner.solvers.cancel import CancelToken, cancellable
 
 
 @dataclass(frozen=True)
@@ -38,6 +40,12 @@ def run_plan(job: PlanJob) -> str:
     catalog = load_catalog(Path(job.catalog_dir) if job.catalog_dir else None)
     options = PlanOptions(solver=job.solver, engine=job.engine, time_limit_s=job.time_limit_s, baseline=job.baseline)
     return plan_workload(job.workload, catalog, options).model_dump_json()
+
+
+def run_cancellable(token: CancelToken, job: PlanJob) -> str:
+    """``run_plan`` whose solves obey ``token`` (thread pool only: a token does not cross processes)."""
+    with cancellable(token):
+        return run_plan(job)
 
 
 def _warm(catalog_dir: str | None) -> None:
@@ -67,12 +75,18 @@ class PlanRunner:
                                        initializer=_warm, initargs=(self.catalog_dir,))
         return ThreadPoolExecutor(self.workers, thread_name_prefix="siliconmix-plan")
 
-    async def run(self, job: PlanJob) -> str:
+    async def run(self, job: PlanJob, token: CancelToken) -> str:
+        """The plan's JSON; SolveCancelled once ``token`` is cancelled (thread pool; a process-pool worker solves on)."""
         if self.pending >= self.queue_limit:
             raise Busy(f"{self.pending} plans are running or waiting (SILICONMIX_PLAN_QUEUE_LIMIT={self.queue_limit})")
         self.pending += 1
         try:
-            return await asyncio.wrap_future(self._executor.submit(run_plan, job))
+            if self.kind == "process":
+                return await asyncio.wrap_future(self._executor.submit(run_plan, job))
+            return await asyncio.wrap_future(self._executor.submit(run_cancellable, token, job))
+        except asyncio.CancelledError:  # the request's task was cancelled: so is its solve
+            token.cancel()
+            raise
         except BrokenProcessPool as exc:
             self._executor.shutdown(wait=False, cancel_futures=True)
             self._executor = self._new_executor()

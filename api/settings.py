@@ -43,8 +43,10 @@ class Settings(BaseSettings):
                                                   "(false: mark them interrupted)")
 
     max_body_bytes: int = Field(1_000_000, ge=1_024, description="largest request body (bytes); more answer 413")
-    max_classes: int = Field(50, ge=1, description="most request classes in one workload; more answer 413")
-    max_devices: int = Field(32, ge=1, description="most device ids in constraints.devices / inventory; more answer 413")
+    body_timeout_s: float = Field(30.0, gt=0, le=3600, description="seconds a request body may take to arrive; "
+                                                                  "slower answer 408 and the connection is closed")
+    max_classes: int = Field(50, ge=1, description="most request classes in one workload; more answer 422")
+    max_devices: int = Field(32, ge=1, description="most device ids in constraints.devices / inventory; more answer 422")
 
     @field_validator("api_keys", "cors_origins", mode="before")
     @classmethod

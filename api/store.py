@@ -14,7 +14,7 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
-from sqlalchemy import DateTime, Float, Integer, MetaData, String, Text, create_engine, event, func, select, update
+from sqlalchemy import DateTime, Float, Integer, MetaData, String, Text, create_engine, event, func, insert, select, update
 from sqlalchemy.engine import Engine, make_url
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column, sessionmaker
 from sqlalchemy.pool import StaticPool
@@ -164,6 +164,15 @@ class PlanStore:
         with self.engine.connect() as connection:
             connection.execute(select(PlanRow.seq).limit(1)).all()
 
+    def probe_write(self) -> None:
+        """Raise unless the database takes a write: a row inserted in a transaction that is rolled back."""
+        with self.engine.connect() as connection:
+            with connection.begin() as transaction:
+                connection.execute(insert(StudyRow).values(
+                    id=str(uuid.uuid4()), name="readyz", created_at=utc_now(), updated_at=utc_now(), status="probe", done=0,
+                    total=0, spec_json="{}", output_dir=""))
+                transaction.rollback()
+
     def add(self, new: NewPlan) -> PlanRow:
         plan = json.loads(new.plan_json)
         row = PlanRow(
@@ -254,10 +263,11 @@ class StudyStore:
             return session.scalars(select(StudyRow).where(StudyRow.id == study_id)).one_or_none()
 
     def transition(self, study_id: str, status: str, from_: tuple[str, ...], error: str | None = None,
-                   done: int | None = None) -> bool:
-        """Set ``status`` when the study is in one of ``from_``; True when it was."""
+                   done: int | None = None, clear_error: bool = False) -> bool:
+        """Set ``status`` when the study is in one of ``from_``; True when it was. ``error`` replaces the
+        study's error; ``clear_error`` removes it (a study resumed is no longer failed or interrupted)."""
         values: dict = {"status": status, "updated_at": utc_now()}
-        if error is not None:
+        if error is not None or clear_error:
             values["error"] = error
         if done is not None:
             values["done"] = done

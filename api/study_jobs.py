@@ -1,12 +1,12 @@
 """Background studies: a small thread pool owned by the app's lifespan (``SILICONMIX_STUDY_WORKERS``).
 
-Each study solves its scenarios one after the other in its pool thread, in this process (no process pool
-inside the server: nothing to spawn, the catalog is shared, a cancel takes effect between scenarios and
-each solve is bounded by the study's ``options.time_limit_s``; the MILP engines release the GIL while they
-solve, so the event loop keeps answering). Every finished scenario is appended to the study folder's
-``rows.jsonl`` journal, the same journal ``siliconmix study`` writes, so a study resumed after a restart
-solves only what is missing; at the end the folder gets the CLI's outputs (results.csv/.parquet, pareto.csv,
-charts, report.html).
+Each study solves its scenarios one after the other in its pool thread (no process pool inside the server:
+the catalog is shared, and each solve is bounded by the study's ``options.time_limit_s``). Under the job's
+cancel token the MILPs themselves run in the solver child processes (``planner.solvers.isolated``), so a
+cancel, or the server stopping, also stops the scenario being solved. Every finished scenario is appended to
+the study folder's ``rows.jsonl`` journal, the same journal ``siliconmix study`` writes, so a study resumed
+after a restart solves only what is missing; at the end the folder gets the CLI's outputs (results.csv/.parquet,
+pareto.csv, charts, report.html).
 
 Status changes are conditional updates in the database: ``queued -> running -> succeeded | failed``,
 ``queued | running -> cancelled`` (DELETE), ``queued | running -> interrupted`` (server stopped). A cancel
@@ -23,21 +23,24 @@ import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 from api.store import StudyRow, StudyStore
 from planner.catalog import Catalog
 from planner.optimize import PlanOptions, plan_workload
 from planner.schema import Workload
+from planner.solvers.cancel import CancelToken, SolveCancelled, cancellable
 from planner.study import StudySpec, analyse, error_row, expand, result_row, table_row, with_prices
 from planner.study_runner import (
     JOURNAL, Journal, run_key, scenario_task, solve_context, write_outputs, write_provenance, write_spec,
 )
 
 log = logging.getLogger("siliconmix.api")
+STOPPED = "the server stopped before the study finished"
 
 
 def solve_in_process(task: dict, catalog: Catalog) -> dict:
-    """``study_runner.solve_scenario`` with the server's catalog: one row, never a raise."""
+    """``study_runner.solve_scenario`` with the server's catalog: one row; raises only SolveCancelled."""
     start = time.perf_counter()
     try:
         o = task["options"]
@@ -45,6 +48,8 @@ def solve_in_process(task: dict, catalog: Catalog) -> dict:
                               baseline=o["baseline"])
         plan = plan_workload(Workload.model_validate(task["workload"]), with_prices(catalog, task["prices"]), options)
         return result_row(plan, time.perf_counter() - start)
+    except SolveCancelled:  # cancelled or stopping: no row, the scenario is not done
+        raise
     except Exception as exc:  # noqa: BLE001 - a study records failures instead of stopping
         return error_row(f"{type(exc).__name__}: {exc}", time.perf_counter() - start)
 
@@ -59,6 +64,7 @@ class _Job:
     study_id: str
     cancel: threading.Event = field(default_factory=threading.Event)
     lock: threading.Lock = field(default_factory=threading.Lock)
+    token: CancelToken = field(default_factory=CancelToken)  # interrupts the scenario being solved
     future: Future | None = None
 
 
@@ -71,6 +77,9 @@ class StudyJobs:
         self._jobs: dict[str, _Job] = {}
         self._guard = threading.Lock()
         self._stopping = threading.Event()
+        #: called in a study's thread before each scenario it solves, with the study id and the scenario's
+        #: index; tests stop a study at a known scenario with it
+        self.before_scenario: Callable[[str, int], None] | None = None
 
     # ------------------------------------------------------------------------------- lifecycle
     def start(self, resume: bool) -> tuple[int, int]:
@@ -79,22 +88,35 @@ class StudyJobs:
         if resume:
             rows = self.store.with_status(("queued", "running", "interrupted"))
             for row in rows:
-                if self.catalog is not None and self.store.transition(row.id, "queued", ("queued", "running", "interrupted")):
+                if self.catalog is not None and self.store.transition(row.id, "queued", ("queued", "running", "interrupted"),
+                                                                      clear_error=True):
                     self.submit(row.id, StudySpec.model_validate_json(row.spec_json))
             return len(rows), 0
         rows = self.store.with_status(("queued", "running"))
         for row in rows:
             self.store.transition(row.id, "interrupted", ("queued", "running"),
-                                  error="the server stopped before the study finished")
+                                  error=STOPPED)
         return 0, len(rows)
 
-    def shutdown(self) -> None:
-        """Stop after each running study's current scenario; running and queued studies become ``interrupted``."""
+    def stop(self) -> None:
+        """Start no scenario and interrupt the ones being solved (they are solved again on resume)."""
         self._stopping.set()
+        with self._guard:
+            jobs = list(self._jobs.values())
+        for job in jobs:
+            job.token.cancel()
+
+    @property
+    def stopping(self) -> threading.Event:
+        return self._stopping
+
+    def shutdown(self) -> None:
+        """``stop``, wait for the study threads; running and queued studies become ``interrupted``."""
+        self.stop()
         self._pool.shutdown(wait=True, cancel_futures=True)
         for study_id in list(self._jobs):
             self.store.transition(study_id, "interrupted", ("queued", "running"),
-                                  error="the server stopped before the study finished")
+                                  error=STOPPED)
 
     def active(self) -> int:
         with self._guard:
@@ -119,6 +141,7 @@ class StudyJobs:
             return self.store.transition(study_id, "cancelled", ("queued", "running"))
         with job.lock:
             job.cancel.set()
+            job.token.cancel()
             return self.store.transition(study_id, "cancelled", ("queued", "running"))
 
     def _run(self, job: _Job, spec: StudySpec) -> None:
@@ -135,7 +158,10 @@ class StudyJobs:
     def _solve(self, job: _Job, spec: StudySpec) -> None:
         study_id, catalog = job.study_id, self.catalog
         with job.lock:
-            if job.cancel.is_set() or self._stopping.is_set():
+            if job.cancel.is_set():
+                return
+            if self._stopping.is_set():  # dequeued while the server stops: it never started
+                self.store.transition(study_id, "interrupted", ("queued",), error=STOPPED)
                 return
             if not self.store.transition(study_id, "running", ("queued",)):
                 return  # cancelled while queued
@@ -154,9 +180,15 @@ class StudyJobs:
         for scenario, key in zip(scenarios, keys):
             if key in done:
                 continue
+            if self.before_scenario is not None:
+                self.before_scenario(study_id, scenario.index)
             if job.cancel.is_set() or self._stopping.is_set():
                 break
-            result = solve_in_process(scenario_task(scenario, spec), catalog)
+            try:
+                with cancellable(job.token):
+                    result = solve_in_process(scenario_task(scenario, spec), catalog)
+            except SolveCancelled:
+                break
             with job.lock:
                 if job.cancel.is_set():  # DELETE marked it cancelled while this scenario solved: drop the row
                     return
@@ -169,7 +201,7 @@ class StudyJobs:
             return
         if self._stopping.is_set() and not all(k in done for k in keys):
             self.store.transition(study_id, "interrupted", ("running",),
-                                  error="the server stopped before the study finished")
+                                  error=STOPPED)
             return
         with job.lock:
             if job.cancel.is_set():

@@ -1,17 +1,20 @@
 """REST latency benchmark: requests per second and p50/p99 latency of POST /v1/plans and POST /v1/estimate.
 
 Run: python benchmarks/bench_rest.py [--requests 1000] [--plan-requests 1000] [--concurrency 8] [--workers 2]
-                                    [--executor thread|process]
+                                    [--executor thread|process] [--study-bomb]
 
 Starts ``siliconmix serve`` on a free loopback port with a fresh SQLite file, sends a bounded load from
 ``concurrency`` clients (loopback only; it stops by itself), and prints one line per endpoint. Plans are the
 chat-70b example (examples/workloads/chat-70b.yaml) with the service's defaults (homogeneous baseline on).
+``--study-bomb`` instead POSTs a ~1 KB study of six 10-value axes (10^6 scenarios) and reports the answer, its
+time, the server's peak RSS meanwhile, and how long the server takes to stop on SIGTERM.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import signal
 import socket
@@ -19,6 +22,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -99,6 +103,45 @@ async def load(base_url: str, path: str, body: dict, requests: int, concurrency:
             **{f"healthz_{k}_ms": v for k, v in percentiles(health).items()}}
 
 
+def rss_mb(pid: int) -> int:
+    with open(f"/proc/{pid}/status") as status:
+        return next(int(line.split()[1]) // 1024 for line in status if line.startswith("VmRSS"))
+
+
+def study_bomb(base_url: str, server: subprocess.Popen, wait_s: float = 30) -> None:
+    """POST 10^6 scenarios in ~1 KB; print the answer, its time and the server's peak RSS, then time a SIGTERM."""
+    params = ["slo.ttft_ms", "slo.tpot_ms", "rate_rps", "input_tokens", "output_tokens", "power_budget_kw"]
+    axes = [{"name": f"a{i}", "param": p, "values": [10 * (j + 1) for j in range(10)]} for i, p in enumerate(params)]
+    body = {"name": "bomb", "base": CHAT_70B, "axes": axes}
+    peak, done = [rss_mb(server.pid)], threading.Event()
+    start_rss = peak[0]
+
+    def sample() -> None:
+        while not done.is_set():
+            peak[0] = max(peak[0], rss_mb(server.pid))
+            time.sleep(0.05)
+
+    threading.Thread(target=sample, daemon=True).start()
+    start = time.perf_counter()
+    try:
+        response = httpx.post(f"{base_url}/v1/studies", json=body, timeout=wait_s)
+        answer = f"{response.status_code} {response.json().get('detail', '')[:80]}"
+    except httpx.TimeoutException:
+        answer = f"no answer within {wait_s:g} s"
+    elapsed = time.perf_counter() - start
+    done.set()
+    stop = time.perf_counter()
+    server.send_signal(signal.SIGTERM)
+    try:
+        server.wait(timeout=30)
+        stopped = f"stopped {time.perf_counter() - stop:.1f} s after SIGTERM"
+    except subprocess.TimeoutExpired:
+        server.kill()
+        stopped = "still running 30 s after SIGTERM (killed)"
+    print(f"POST /v1/studies, {len(json.dumps(body))} bytes, 10^6 scenarios: {answer} in {elapsed:.2f} s; "
+          f"server RSS {start_rss} -> peak {peak[0]} MB; {stopped}")
+
+
 def percentiles(seconds: list[float]) -> dict[str, float]:
     ordered = sorted(seconds) or [float("nan")]
     return {"p50": 1e3 * statistics.median(ordered), "p99": 1e3 * ordered[max(0, int(0.99 * len(ordered)) - 1)],
@@ -120,11 +163,15 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=2, help="SILICONMIX_PLAN_WORKERS of the server")
     parser.add_argument("--executor", choices=("thread", "process"), default="thread",
                         help="SILICONMIX_PLAN_EXECUTOR of the server")
+    parser.add_argument("--study-bomb", action="store_true", help="only the 10^6-scenario study POST and a SIGTERM")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="siliconmix-bench-") as tmp:
         port = free_port()
         server = start_server(port, Path(tmp) / "bench.db", args.workers, args.executor)
         base_url = f"http://127.0.0.1:{port}"
+        if args.study_bomb:
+            study_bomb(base_url, server)
+            return
         try:
             print(f"server: siliconmix serve on {base_url}, {args.workers} plan workers ({args.executor} pool), SQLite WAL; "
                   f"client: httpx, {os.cpu_count()} cores shared with the server")

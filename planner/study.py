@@ -174,11 +174,19 @@ def label_of(value: Any) -> str:
     return str(value)
 
 
+def each_devices(axis: AxisSpec, base: dict) -> list:
+    """The device ids of the axis's ``each`` (``base``: the base workload's constraints.devices)."""
+    if axis.each != "base":
+        return list(axis.each or ())
+    constraints = base.get("constraints")
+    return list((constraints.get("devices") if isinstance(constraints, dict) else None) or [])
+
+
 def axis_points(axis: AxisSpec, base: dict) -> list[tuple[str, Any, dict]]:
     """The axis as (label, column value, {param: value}) per point, ``each`` devices first."""
     points = []
     if axis.each is not None:
-        devices = axis.each if axis.each != "base" else list(base.get("constraints", {}).get("devices") or [])
+        devices = each_devices(axis, base)
         if not devices:
             raise StudyError(f"axis {axis.name}: each: base needs constraints.devices in the base workload")
         points += [(d, d, {"devices": [d]}) for d in devices]
@@ -195,6 +203,23 @@ def axis_points(axis: AxisSpec, base: dict) -> list[tuple[str, Any, dict]]:
     if len(set(labels)) != len(labels):
         raise StudyError(f"axis {axis.name}: duplicate values {labels}")
     return points
+
+
+def axis_length(axis: AxisSpec, base: dict) -> int:
+    """Points of one axis without building them: its ``each`` devices plus its values."""
+    return len(each_devices(axis, base)) + len(axis.values)
+
+
+def scenario_count(spec: StudySpec) -> int:
+    """How many scenarios ``expand`` would build, from the axes' lengths alone (nothing expanded or validated).
+
+    grid: the product over axis entries (a ``zip`` entry counts once, with its longest member);
+    ``combine: zip``: the longest axis. An upper bound when zipped lengths differ (``expand`` refuses those).
+    """
+    if spec.combine == "zip":
+        return max(axis_length(a, spec.base) for a in spec.all_axes())
+    return math.prod(max(axis_length(a, spec.base) for a in (entry.zip if isinstance(entry, ZipSpec) else [entry]))
+                     for entry in spec.axes)
 
 
 def dimensions(spec: StudySpec) -> list[list[list[tuple[AxisSpec, tuple]]]]:

@@ -19,7 +19,7 @@ router = APIRouter(prefix="/v1", tags=["estimate"])
 
 @router.post("/estimate", response_model=Estimate, summary="Price one configuration",
              dependencies=[strict_json(EstimateRequest)],
-             responses=problem_docs(401, 413, 422, 503))
+             responses=problem_docs(401, 413, 415, 422, 503))
 def create_estimate(
     request: Annotated[EstimateRequest, Body(openapi_examples=ESTIMATE_EXAMPLES)],
     catalog: Annotated[Catalog, Depends(get_catalog)],

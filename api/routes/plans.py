@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import Annotated, Literal
 
-from fastapi import APIRouter, Body, Depends, Path, Query, Response
+from fastapi import APIRouter, Body, Depends, Path, Query, Request, Response
+from pydantic import ValidationError
 from starlette.concurrency import run_in_threadpool
 
-from api.deps import get_catalog, get_runner, get_store, strict_json
-from api.errors import BUSY, NOT_FOUND, TOO_LARGE, VALIDATION, FieldError, ProblemError, problem_docs, summary
+from api.deps import Services, get_catalog, get_runner, get_store, services, strict_json
+from api.errors import BUSY, NOT_FOUND, UNAVAILABLE, VALIDATION, FieldError, ProblemError, field_errors, problem_docs, summary
 from api.examples import WORKLOAD_EXAMPLES
+from api.lifecycle import cancel_on_disconnect
 from api.models import PlanPage, PlanRecord, PlanSummary, TaskGraph
 from api.runner import Busy, PlanJob, PlanRunner, PoolBroken
 from api.settings import Settings, get_settings
@@ -19,6 +22,7 @@ from planner.catalog import Catalog, UnknownId
 from planner.optimize import PlanOptions
 from planner.perf.model import UnsupportedDtype
 from planner.schema import PlanStatus, Workload
+from planner.solvers.cancel import CancelToken, SolveCancelled
 
 router = APIRouter(prefix="/v1/plans", tags=["plans"])
 
@@ -38,10 +42,12 @@ PlanId = Annotated[str, Path(description="the id POST /v1/plans answered with", 
                      "headers": {"Location": {"description": "the plan's URL", "schema": {"type": "string"}}},
                      "links": {op: {"operationId": op, "parameters": {"plan_id": "$response.body#/id"}}
                                for op in ("get_plan", "get_plan_graph")}},
-               **problem_docs(401, 413, 422, 503)},
+               **problem_docs(401, 413, 415, 422, 503)},
 )
 async def create_plan(
+    request: Request,
     workload: Annotated[Workload, Body(openapi_examples=WORKLOAD_EXAMPLES)],
+    svc: Annotated[Services, Depends(services)],
     settings: Annotated[Settings, Depends(get_settings)],
     catalog: Annotated[Catalog, Depends(get_catalog)],
     store: Annotated[PlanStore, Depends(get_store)],
@@ -57,8 +63,9 @@ async def create_plan(
 ) -> Response:
     """Solve the placement MILP for the workload, store the plan and answer with it and its id.
 
-    The planner runs on a bounded pool, away from the event loop. A workload no fleet can serve is an
-    answer, not an error: 201 with status `infeasible` and a diagnosis (which SLO or limit must bend).
+    The planner runs on a bounded pool, away from the event loop; its solve stops when the client disconnects.
+    A workload no fleet can serve is an answer, not an error: 201 with status `infeasible` and a diagnosis
+    (which SLO or limit must bend).
     """
     check_size(workload, settings)
     limit = time_limit_s or settings.default_time_limit_s or PlanOptions().time_limit_s
@@ -67,9 +74,20 @@ async def create_plan(
                   baseline=settings.plan_baseline if baseline is None else baseline,
                   catalog_dir=str(settings.catalog_dir) if settings.catalog_dir else None)
     try:
-        plan_json = await runner.run(job)
+        with svc.tracked(CancelToken()) as token:
+            watcher = asyncio.create_task(cancel_on_disconnect(request, token))
+            try:
+                plan_json = await runner.run(job, token)
+            finally:
+                watcher.cancel()
+    except SolveCancelled as exc:  # the client left (nobody reads this) or the server is stopping
+        raise ProblemError(503, "the server is shutting down; retry on another instance or later" if svc.stopping
+                           else "the request was cancelled", type=UNAVAILABLE, headers={"Retry-After": "5"}) from exc
     except (Busy, PoolBroken) as exc:
         raise ProblemError(503, f"{exc}; retry later", type=BUSY, headers={"Retry-After": "2"}) from exc
+    except ValidationError as exc:  # a model the planner derived from the workload: its fields, not its input
+        errors = field_errors({**e, "loc": ("body", *e["loc"])} for e in exc.errors(include_url=False))
+        raise ProblemError(422, summary(errors), type=VALIDATION, title="Invalid input", errors=errors) from exc
     except (UnknownId, UnsupportedDtype, ValueError) as exc:  # what the CLI calls bad input (exit 2)
         raise ProblemError(422, str(exc), type=VALIDATION, title="Invalid input",
                            errors=[FieldError(location="body", field="", message=str(exc), type="value_error")]) from exc
@@ -125,20 +143,20 @@ def summary_of(row: PlanRow) -> PlanSummary:
 
 
 def check_size(workload: Workload, settings: Settings) -> None:
-    """413 when the workload is over the configured class or device limits."""
+    """422 (a count over a limit, like the schema's own list limits) when the workload has more request classes
+    or device ids than this service allows."""
     errors = []
     if len(workload.classes) > settings.max_classes:
-        errors.append(FieldError(location="body", field="classes", type="too_many",
+        errors.append(FieldError(location="body", field="classes", type="too_long",
                                  message=f"{len(workload.classes)} request classes; at most {settings.max_classes} "
                                          "(SILICONMIX_MAX_CLASSES)"))
     for name, ids in (("constraints.devices", workload.constraints.devices or ()),
                       ("constraints.inventory", workload.constraints.inventory)):
         if len(ids) > settings.max_devices:
-            errors.append(FieldError(location="body", field=name, type="too_many",
+            errors.append(FieldError(location="body", field=name, type="too_long",
                                      message=f"{len(ids)} devices; at most {settings.max_devices} (SILICONMIX_MAX_DEVICES)"))
     if errors:
-        raise ProblemError(413, f"the workload is over this service's limits: {summary(errors)}", type=TOO_LARGE,
-                           title="Content Too Large", errors=errors)
+        raise ProblemError(422, summary(errors), type=VALIDATION, title="Invalid input", errors=errors)
 
 
 def check_input(workload: Workload, catalog: Catalog, solver: str, engine: str | None, time_limit_s: float,

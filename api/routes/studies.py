@@ -16,13 +16,14 @@ from starlette.concurrency import run_in_threadpool
 
 from api.deps import get_catalog, get_study_jobs, strict_json
 from api.errors import NOT_FOUND, VALIDATION, FieldError, ProblemError, problem_docs
+from api.examples import STUDY_EXAMPLES
 from api.routes.plans import check_input, check_size
 from api.settings import Settings, get_settings
 from api.store import StudyRow, as_utc, new_id
 from api.study_jobs import StudyJobs
 from planner.catalog import Catalog
 from planner.schema import Workload
-from planner.study import RESULT_COLUMNS, StudyError, StudyOptions, StudySpec, ZipSpec, expand, table_row
+from planner.study import RESULT_COLUMNS, StudyError, StudyOptions, StudySpec, ZipSpec, expand, scenario_count, table_row
 from planner.study_runner import JOURNAL, Journal, read_provenance, results_frame, run_key, solve_context
 
 router = APIRouter(prefix="/v1/studies", tags=["studies"])
@@ -90,26 +91,28 @@ def study_row(jobs: StudyJobs, study_id: str) -> StudyRow:
     dependencies=[strict_json(StudySpec)],
     responses={202: {"description": "Accepted: the study is queued (follow `Location`)",
                      "headers": {"Location": {"description": "the study's URL", "schema": {"type": "string"}}}},
-               **problem_docs(401, 413, 422, 503)},
+               **problem_docs(401, 413, 415, 422, 503)},
 )
 async def create_study(
-    spec: Annotated[StudySpec, Body()],
+    spec: Annotated[StudySpec, Body(openapi_examples=STUDY_EXAMPLES)],
     settings: Annotated[Settings, Depends(get_settings)],
     catalog: Annotated[Catalog, Depends(get_catalog)],
     jobs: Annotated[StudyJobs, Depends(get_study_jobs)],
 ) -> Response:
-    """The study file's schema as JSON, with `base` an inline workload. Every scenario is expanded and
-    validated before anything runs (422 naming the field); then the study waits for one of
+    """The study file's schema as JSON, with `base` an inline workload. A study of more than
+    SILICONMIX_STUDY_MAX_SCENARIOS scenarios (the product of the axes' lengths) is refused (422) before any
+    is built; every scenario is expanded and validated before anything runs (422 naming the field); then the study waits for one of
     SILICONMIX_STUDY_WORKERS and solves its scenarios in turn. Outputs go to a folder of its own under
     SILICONMIX_STUDY_DIR (the CLI's outputs and resume journal)."""
+    count = scenario_count(spec)  # from the axes' lengths: nothing is expanded over the limit
+    if count > settings.study_max_scenarios:
+        raise invalid("axes", f"{count} scenarios; at most {settings.study_max_scenarios} "
+                              "(SILICONMIX_STUDY_MAX_SCENARIOS)", "too_many")
     check_base(spec, catalog, settings)
     try:
         scenarios = await run_in_threadpool(expand, spec, catalog)
     except StudyError as exc:
         raise invalid(study_error_field(spec, str(exc)), str(exc)) from exc
-    if len(scenarios) > settings.study_max_scenarios:
-        raise invalid("axes", f"{len(scenarios)} scenarios; at most {settings.study_max_scenarios} "
-                              "(SILICONMIX_STUDY_MAX_SCENARIOS)", "too_many")
     study_id = new_id()
     row = await run_in_threadpool(jobs.store.add, study_id, spec.name, spec.model_dump_json(), len(scenarios),
                                   str(jobs.folder(study_id)))

@@ -61,6 +61,20 @@ class SolveResult:
         return abs(self.objective - self.bound) / max(1e-9, abs(self.objective))
 
 
+def require_finite(model: IlpModel) -> None:
+    """Raise ValueError naming the first non-finite coefficient, objective term or row bound (bounds may be ±inf,
+    never NaN); the engines answer such a model with errors of their own words, or crash."""
+    for j in np.flatnonzero(~np.isfinite(model.objective)):
+        raise ValueError(f"the MILP's objective has a non-finite coefficient on {model.var_names[j]}")
+    for k in np.flatnonzero(~np.isfinite(model.val)):
+        raise ValueError(f"MILP row {model.row_names[model.row[k]]} has a non-finite coefficient on "
+                         f"{model.var_names[model.col[k]]}; an input is infinite or not a number")
+    for i in np.flatnonzero(np.isnan(model.row_lo) | np.isnan(model.row_hi) | (model.row_lo == np.inf) | (model.row_hi == -np.inf)):
+        raise ValueError(f"MILP row {model.row_names[i]} has a bound that is not a number or infinite on the wrong side")
+    if not np.isfinite(model.objective_offset):
+        raise ValueError("the MILP's objective offset is not finite")
+
+
 class Backend(Protocol):
     """A solver backend: translation only, no modelling decisions."""
 
@@ -76,11 +90,18 @@ BACKENDS: dict[str, str] = {
     "ortools": "planner.solvers.ortools_backend:OrtoolsBackend",
     "pulp": "planner.solvers.pulp_backend:PulpBackend",
 }
+#: backends that solve in a child process (planner.solvers.isolated): PuLP loads highspy's HiGHS, which must
+#: never share a process with the HiGHS inside OR-Tools
+IN_CHILD = frozenset({"pulp"})
 
 
 def get_backend(name: str) -> Backend:
-    """Instantiate the backend called ``name`` (``ortools`` or ``pulp``)."""
+    """The backend called ``name`` (``ortools`` in this process; ``pulp`` in a child process)."""
     if name not in BACKENDS:
         raise ValueError(f"unknown solver {name!r}; known: {', '.join(BACKENDS)}")
+    if name in IN_CHILD:
+        from planner.solvers.isolated import IsolatedBackend
+
+        return IsolatedBackend(name, BACKENDS[name])
     module_name, attr = BACKENDS[name].split(":")
     return getattr(importlib.import_module(module_name), attr)()

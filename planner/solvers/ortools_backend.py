@@ -1,4 +1,9 @@
-"""OR-Tools backend: the IlpModel through MathOpt, SCIP by default (HiGHS as the alternative engine)."""
+"""OR-Tools backend: the IlpModel through MathOpt, SCIP by default (HiGHS as the alternative engine).
+
+Under a cancel token (``planner.solvers.cancel``: the server) the solve runs in a child process
+(``planner.solvers.isolated``) that a cancel kills: MathOpt's HiGHS ignores its SolveInterrupter and SCIP's
+event handler rejects it, so killing is the one interrupt that works for both.
+"""
 
 from __future__ import annotations
 
@@ -10,9 +15,12 @@ from ortools.init.python import init
 from ortools.math_opt.python import mathopt
 
 from planner.milp.model import IlpModel
-from planner.solvers.base import SolveOptions, SolveResult, Termination
+from planner.solvers.base import SolveOptions, SolveResult, Termination, require_finite
+from planner.solvers.cancel import current_token
+from planner.solvers.isolated import IsolatedBackend, in_child
 
 ENGINES = {"scip": mathopt.SolverType.GSCIP, "highs": mathopt.SolverType.HIGHS}
+TARGET = "planner.solvers.ortools_backend:OrtoolsBackend"
 _REASONS = {
     mathopt.TerminationReason.OPTIMAL: Termination.OPTIMAL,
     mathopt.TerminationReason.INFEASIBLE: Termination.INFEASIBLE,
@@ -36,6 +44,9 @@ class OrtoolsBackend:
         engine = options.engine or self.default_engine
         if engine not in ENGINES:
             raise ValueError(f"engine {engine!r} is not an OR-Tools engine; known: {', '.join(ENGINES)}")
+        require_finite(model)
+        if current_token() is not None and not in_child():
+            return IsolatedBackend(self.name, TARGET).solve(model, options)  # killable there
         start = time.perf_counter()
         mo = mathopt.Model(name="siliconmix")
         xs = [

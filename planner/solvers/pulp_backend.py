@@ -17,7 +17,7 @@ import numpy as np
 import pulp
 
 from planner.milp.model import IlpModel
-from planner.solvers.base import SolveOptions, SolveResult, Termination
+from planner.solvers.base import SolveOptions, SolveResult, Termination, require_finite
 
 ENGINES = ("highs", "cbc")
 
@@ -33,6 +33,7 @@ class PulpBackend:
         engine = options.engine or self.default_engine
         if engine not in ENGINES:
             raise ValueError(f"engine {engine!r} is not a PuLP engine; known: {', '.join(ENGINES)}")
+        require_finite(model)
         start = time.perf_counter()
         problem = pulp.LpProblem("siliconmix", pulp.LpMinimize)
         xs = [

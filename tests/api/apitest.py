@@ -19,6 +19,7 @@ from typing import Iterator
 
 import httpx
 import uvicorn
+from fastapi import FastAPI
 
 from api.main import create_app
 from api.settings import Settings
@@ -51,10 +52,10 @@ def assert_problem(response: httpx.Response, status: int, *, fields: list[str] |
 class LiveServer:
     """uvicorn serving ``app`` in a thread on 127.0.0.1, port chosen by the OS."""
 
-    def __init__(self, app):
+    def __init__(self, app, access_log: bool = False):
         self.app = app
-        self.server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning",
-                                                    access_log=False, lifespan="on"))
+        self.server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="info" if access_log else "warning",
+                                                    access_log=access_log, lifespan="on"))
         self.thread = threading.Thread(target=self.server.run, daemon=True)
 
     def start(self, timeout_s: float = 20.0) -> str:
@@ -74,15 +75,23 @@ class LiveServer:
 
 
 @contextmanager
-def serve(settings: Settings) -> Iterator[httpx.Client]:
-    """A client for a fresh app with ``settings`` behind a real uvicorn server."""
-    server = LiveServer(create_app(settings))
+def serve_app(settings: Settings, access_log: bool = False) -> Iterator[tuple[httpx.Client, FastAPI]]:
+    """A client for a fresh app with ``settings`` behind a real uvicorn server, and the app (started)."""
+    app = create_app(settings)
+    server = LiveServer(app, access_log)
     base_url = server.start()
     try:
         with httpx.Client(base_url=base_url, timeout=60) as client:
-            yield client
+            yield client, app
     finally:
         server.stop()
+
+
+@contextmanager
+def serve(settings: Settings, access_log: bool = False) -> Iterator[httpx.Client]:
+    """A client for a fresh app with ``settings`` behind a real uvicorn server."""
+    with serve_app(settings, access_log) as (client, _app):
+        yield client
 
 
 def free_port() -> int:

@@ -39,6 +39,8 @@ def test_with_keys_every_v1_route_needs_one(make_settings, caplog):
         assert_problem(http.get("/v1/plans", headers={"Authorization": "Basic k-alpha-123"}), 401)
         assert http.get("/v1/plans", headers={"Authorization": "Bearer k-alpha-123"}).status_code == 200
         assert http.get("/v1/plans", headers={"X-API-Key": "k-beta-456"}).status_code == 200
+        both = {"X-API-Key": "k-beta-456", "Authorization": "Bearer not-a-key"}  # one valid key does not cover a bad one
+        assert_problem(http.get("/v1/plans", headers=both), 401)
         estimate = http.post("/v1/estimate", json=ESTIMATE, headers={"X-API-Key": "k-alpha-123"})
         assert estimate.status_code == 200
         for probe in ("/healthz", "/readyz", "/openapi.json", "/docs"):
@@ -77,3 +79,33 @@ def test_cors_only_for_configured_origins(make_settings):
     with serve(make_settings()) as http:  # no origins configured: no CORS headers at all
         response = http.get("/healthz", headers={"Origin": "https://ui.example"})
         assert "access-control-allow-origin" not in response.headers
+
+
+def test_keys_in_the_query_string_are_refused_and_never_logged(make_settings, caplog):
+    access = logging.getLogger("uvicorn.access")
+    with serve(make_settings(api_keys=["k-alpha-123"]), access_log=True) as http:
+        access.addHandler(caplog.handler)
+        try:
+            for name in ("api_key", "X-API-Key", "token"):
+                response = http.get("/v1/plans", params={name: "k-alpha-123", "limit": 5})
+                body = assert_problem(response, 401, kind="unauthorized")
+                assert "header" in body["detail"] and "k-alpha-123" not in response.text
+            assert http.get("/v1/plans", params={"limit": 5}, headers={"X-API-Key": "k-alpha-123"}).status_code == 200
+        finally:
+            access.removeHandler(caplog.handler)
+    lines = [r.getMessage() for r in caplog.records if r.name == "uvicorn.access"]
+    assert len(lines) == 4 and all("/v1/plans?" in line for line in lines), lines
+    assert "k-alpha-123" not in " ".join(lines) and "api_key=***" in lines[0]
+    assert "limit=5" in lines[0]  # other parameters stay readable
+
+
+def test_an_open_service_still_keeps_query_keys_out_of_the_log(make_settings, caplog):
+    access = logging.getLogger("uvicorn.access")
+    with serve(make_settings(), access_log=True) as http:
+        access.addHandler(caplog.handler)
+        try:
+            assert http.get("/v1/plans", params={"apikey": "leaked-456"}).status_code == 200
+        finally:
+            access.removeHandler(caplog.handler)
+    lines = [r.getMessage() for r in caplog.records if r.name == "uvicorn.access"]
+    assert lines and "leaked-456" not in " ".join(lines) and "apikey=***" in lines[0]

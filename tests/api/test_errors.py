@@ -1,8 +1,9 @@
-"""Every error path answers RFC 9457 problem+json: 404, 405, 413, 422, 500 (no traceback), 503."""
+"""Every error path answers RFC 9457 problem+json: 404, 405, 413, 415, 422, 500 (no traceback), 503."""
 
 from __future__ import annotations
 
 import copy
+import json
 import logging
 import threading
 
@@ -58,19 +59,25 @@ def test_chunked_body_over_the_limit_is_413(make_settings):
         assert_problem(response, 413, kind="too-large")
 
 
-def test_workload_over_the_class_limit_is_413(make_settings):
-    classes = [dict(CHAT_70B["classes"][0], name=f"c{i}") for i in range(4)]
+def test_workload_over_the_class_limit_is_422_as_over_the_schema_limit(make_settings):
+    """A count over a limit is a 422 (invalid value), whichever limit it passes: 413 is for bytes only."""
+    def classes(n: int) -> list[dict]:
+        return [dict(CHAT_70B["classes"][0], name=f"c{i}") for i in range(n)]
+
     with serve(make_settings(max_classes=3)) as http:
-        assert_problem(http.post("/v1/plans", json=workload(classes=classes)), 413, fields=["classes"], kind="too-large")
+        over_service = assert_problem(http.post("/v1/plans", json=workload(classes=classes(4))), 422, fields=["classes"])
+        over_schema = assert_problem(http.post("/v1/plans", json=workload(classes=classes(201))), 422, fields=["classes"])
+    assert over_service["errors"][0]["type"] == over_schema["errors"][0]["type"] == "too_long"
+    assert "SILICONMIX_MAX_CLASSES" in over_service["detail"]
 
 
-def test_workload_over_the_device_limit_is_413(make_settings):
+def test_workload_over_the_device_limit_is_422(make_settings):
     with serve(make_settings(max_devices=3)) as http:
         four = workload(constraints={**CHAT_70B["constraints"], "devices": ["h100-sxm", "h200", "b200", "mi300x"]})
-        assert_problem(http.post("/v1/plans", json=four), 413, fields=["constraints.devices"])
+        assert_problem(http.post("/v1/plans", json=four), 422, fields=["constraints.devices"])
         inventory = {"h100-sxm": 8, "h200": 8, "b200": 8, "mi300x": 8}
         stocked = workload(constraints={"power_budget_kw": 100, "inventory": inventory})
-        assert_problem(http.post("/v1/plans", json=stocked), 413, fields=["constraints.inventory"])
+        assert_problem(http.post("/v1/plans", json=stocked), 422, fields=["constraints.inventory"])
 
 
 # --------------------------------------------------------------------------------------------- 422
@@ -80,6 +87,34 @@ def test_malformed_json_is_422(client):
     assert body["errors"][0]["type"] == "json_invalid"
     not_utf8 = client.post("/v1/estimate", content=b'{"model": "\xff\xfe"}', headers={"content-type": "application/json"})
     assert assert_problem(not_utf8, 422)["errors"][0]["type"] == "json_invalid"
+
+
+def test_wrong_content_types_are_415(client):
+    for content_type in ("text/plain", "application/x-www-form-urlencoded", "application/xml", None):
+        headers = {"content-type": content_type} if content_type else {}
+        for path, body in (("/v1/plans", CHAT_70B), ("/v1/estimate", {"model": "llama-3.3-70b", "device": "h100-sxm"}),
+                           ("/v1/studies", {"name": "x"})):
+            response = client.post(path, content=json.dumps(body), headers=headers)
+            problem = assert_problem(response, 415, kind="unsupported-media-type")
+            assert "application/json" in problem["detail"], (path, content_type)
+    ok = client.post("/v1/estimate", content=json.dumps({"model": "llama-3.3-70b", "device": "h100-sxm", "tp": 8}),
+                     headers={"content-type": "application/json; charset=utf-8"})
+    assert ok.status_code == 200, ok.text
+
+
+def test_field_errors_never_echo_the_whole_input(client):
+    long_name = "c" * 64
+    twins = workload(classes=[dict(CHAT_70B["classes"][0], name=long_name) for _ in range(40)])
+    body = assert_problem(client.post("/v1/plans", json=twins), 422)
+    assert "duplicate class names" in body["detail"]
+    assert all(len(e["message"]) <= 250 for e in body["errors"]) and len(body["detail"]) <= 1_600
+    assert body["detail"].count(long_name) <= 3  # not 40 times
+
+    bad = [dict(CHAT_70B["classes"][0], name=f"c{i}", rate_rps=-1) for i in range(20)]
+    body = assert_problem(client.post("/v1/plans", json=workload(classes=bad)), 422)
+    assert [e["field"] for e in body["errors"]] == [f"classes.{i}.rate_rps" for i in range(20)]  # no "at least 1 item"
+    assert "at least 1 item" not in json.dumps(body) and "rate_rps': -1" not in json.dumps(body)
+    assert body["detail"].endswith("and 15 more (see errors)")
 
 
 def test_every_invalid_field_is_listed(client):
@@ -125,6 +160,12 @@ def test_bad_query_parameters_are_422(client):
                    fields=["engine"])
     assert_problem(client.get("/v1/plans", params={"limit": 0}), 422, fields=["limit"])
     assert_problem(client.get("/v1/plans", params={"status": "great"}), 422, fields=["status"])
+
+
+def test_a_query_parameter_given_twice_is_422(client):
+    body = assert_problem(client.get("/v1/catalog/models?family=llama&family=qwen3"), 422, fields=["family"])
+    assert body["errors"][0]["location"] == "query" and "2 times" in body["errors"][0]["message"]
+    assert client.get("/v1/catalog/models?family=llama").status_code == 200
 
 
 def test_estimate_input_errors_are_422(client):

@@ -1,16 +1,22 @@
-"""The OpenAPI document is complete, and the service keeps to it (schemathesis, bounded examples).
+"""The OpenAPI document is complete, and the service keeps to it (schemathesis, bounded examples, keys on).
 
-schemathesis runs against a live uvicorn server. Every operation except ``POST /v1/plans`` gets 25
-generated examples. ``POST /v1/plans`` solves a MILP per accepted workload (~0.5-1 s each, more for
-large random workloads), so it gets 10, on a server whose limits keep each solve short (at most 2 request
-classes, a 1 s solver time limit (2 s at most), no baseline) — still the documented examples plus generated ones.
-``positive_data_acceptance`` is not checked: a workload can match the schema and still name a model
-or device the catalog lacks, which is a 422 by design.
+schemathesis runs against a live uvicorn server with SILICONMIX_API_KEYS set, every request carrying a key:
+every operation, its documented examples first (the study example is accepted: 202), then generated cases,
+each checked for no 5xx and for a status, content type, headers and body the document allows. ``POST
+/v1/plans`` solves a MILP per accepted workload, so it gets fewer examples, on a server whose limits keep
+each solve short (at most 2 request classes, 1 s solver time limit (2 s at most), no baseline, at most 4
+scenarios per study). ``positive_data_acceptance`` is not checked: a workload can match the schema and still
+name a model or device the catalog lacks, which is a 422 by design.
+
+A bigger campaign: ``SILICONMIX_SCHEMATHESIS_EXAMPLES=1000 pytest tests/api/test_openapi.py`` (examples per
+operation; POST /v1/plans gets two fifths of it).
 """
 
 from __future__ import annotations
 
+import os
 import tempfile
+from collections import Counter, defaultdict
 
 import pytest
 import schemathesis
@@ -21,6 +27,10 @@ from schemathesis.checks import positive_data_acceptance
 from api.errors import PROBLEM_MEDIA_TYPE
 from api.main import create_app
 from api.settings import Settings
+
+KEY = "schemathesis-key"
+AUTH = {"Authorization": f"Bearer {KEY}"}
+EXAMPLES = int(os.environ.get("SILICONMIX_SCHEMATHESIS_EXAMPLES", "25"))
 
 OPERATIONS = {
     ("post", "/v1/plans"): "create_plan",
@@ -45,8 +55,9 @@ OPERATIONS = {
 
 DB_DIR = tempfile.TemporaryDirectory(prefix="siliconmix-openapi-")
 # built at import (schemathesis parametrizes at collection); served, with its lifespan, by the fixture below
-APP = create_app(Settings(database_url=f"sqlite:///{DB_DIR.name}/siliconmix.db", api_keys=[], plan_baseline=False,
-                          default_time_limit_s=1, max_time_limit_s=2, max_classes=2, max_devices=8))
+APP = create_app(Settings(database_url=f"sqlite:///{DB_DIR.name}/siliconmix.db", api_keys=[KEY], plan_baseline=False,
+                          default_time_limit_s=1, max_time_limit_s=2, max_classes=2, max_devices=8,
+                          study_max_scenarios=4, study_dir=f"{DB_DIR.name}/studies"))
 
 
 @pytest.fixture(scope="module")
@@ -81,9 +92,9 @@ def test_every_operation_has_an_id_tag_summary_and_documented_errors(document):
 
 
 def test_request_bodies_have_examples(document):
-    for path in ("/v1/plans", "/v1/estimate"):
+    for path in ("/v1/plans", "/v1/estimate", "/v1/studies"):
         examples = document["paths"][path]["post"]["requestBody"]["content"]["application/json"]["examples"]
-        assert len(examples) >= 2 and all(e["value"] and e["summary"] for e in examples.values())
+        assert len(examples) >= (1 if path == "/v1/studies" else 2) and all(e["value"] and e["summary"] for e in examples.values())
     record = document["components"]["schemas"]["PlanRecord"]
     assert {"id", "created_at", "status", "plan"} <= set(record["required"])
     pool = document["components"]["schemas"]["Pool"]
@@ -93,25 +104,49 @@ def test_request_bodies_have_examples(document):
 def test_documented_examples_are_answered(live_url, document):
     import httpx
 
-    for path in ("/v1/plans", "/v1/estimate"):
+    for path in ("/v1/plans", "/v1/estimate", "/v1/studies"):
         examples = document["paths"][path]["post"]["requestBody"]["content"]["application/json"]["examples"]
         for name, example in examples.items():
-            response = httpx.post(f"{live_url}{path}", json=example["value"], timeout=60)
-            assert response.status_code in (200, 201), (path, name, response.text)
+            response = httpx.post(f"{live_url}{path}", json=example["value"], headers=AUTH, timeout=60)
+            assert response.status_code in (200, 201, 202), (path, name, response.text)
 
 
 # schemathesis.pytest.from_fixture (lazy loading) fails under pytest 9.2 (it sets node._nodeid): load eagerly
 schema = schemathesis.openapi.from_dict(APP.openapi())
-BOUNDED = settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck), database=None)
+BOUNDED = settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck), database=None,
+                   derandomize=True)
+
+
+#: statuses answered per operation, over the whole campaign (the last test reads them)
+ANSWERED: dict[tuple[str, str], Counter] = defaultdict(Counter)
+
+
+def call(case, live_url) -> None:
+    response = case.call(base_url=live_url, headers=AUTH, timeout=60)
+    ANSWERED[(case.method.lower(), case.path)][response.status_code] += 1
+    case.validate_response(response, excluded_checks=[positive_data_acceptance])
 
 
 @schema.exclude(method="POST", path="/v1/plans").parametrize()
 @BOUNDED
 def test_api_keeps_to_its_schema(case, live_url):
-    case.call_and_validate(base_url=live_url, excluded_checks=[positive_data_acceptance], timeout=60)
+    call(case, live_url)
 
 
 @schema.include(method="POST", path="/v1/plans").parametrize()
-@settings(BOUNDED, max_examples=10)
+@settings(BOUNDED, max_examples=max(1, EXAMPLES * 2 // 5))
 def test_plans_keep_to_their_schema(case, live_url):
-    case.call_and_validate(base_url=live_url, excluded_checks=[positive_data_acceptance], timeout=60)
+    call(case, live_url)
+
+
+def test_the_campaign_covered_every_operation_without_a_5xx():
+    """Runs after the two above (file order): every operation got cases, the study example was accepted."""
+    assert set(OPERATIONS) <= set(ANSWERED), set(OPERATIONS) - set(ANSWERED)  # (and undocumented methods: 405)
+    statuses: Counter = Counter()
+    for counts in ANSWERED.values():
+        statuses.update(counts)
+    assert not [code for code in statuses if code >= 500], dict(ANSWERED)
+    assert ANSWERED[("post", "/v1/studies")][202] >= 1 and ANSWERED[("post", "/v1/plans")][201] >= 1
+    documented = sum(sum(ANSWERED[op].values()) for op in OPERATIONS)
+    print(f"schemathesis: {len(OPERATIONS)} operations, {documented} cases on them, {sum(statuses.values())} requests "
+          f"in all; statuses {dict(sorted(statuses.items()))}")

@@ -102,7 +102,7 @@ def test_postgresql_end_to_end(make_settings):
         connection.execute(text("DROP TABLE IF EXISTS plans, alembic_version"))
     settings = make_settings(database_url=POSTGRES_URL)
     with serve(settings) as http:
-        assert http.get("/readyz").json()["checks"]["database"]["detail"] == "postgresql reachable"
+        assert http.get("/readyz").json()["checks"]["database"]["detail"] == "postgresql reachable and writable"
         posted = [http.post("/v1/plans", json=body) for body in (CHAT_70B, UNREACHABLE_SLO)]
         assert [p.status_code for p in posted] == [201, 201], [p.text for p in posted]
         with ThreadPoolExecutor(6) as pool:

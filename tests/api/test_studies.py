@@ -1,5 +1,8 @@
 """/v1/studies behind a live server: the job lifecycle, results as JSON and CSV, the export, cancel,
-what a restart does to an unfinished study (marked interrupted, or resumed from the journal), 404/409/422."""
+what a restart does to an unfinished study (marked interrupted, or resumed from the journal), 404/409/422.
+
+Tests that need a study stopped part-way hold it at a known scenario (``StudyJobs.before_scenario``), never
+after a delay."""
 
 from __future__ import annotations
 
@@ -10,12 +13,18 @@ import json
 import time
 from pathlib import Path
 
+import threading
+
 import openpyxl
 import pytest
-from apitest import assert_problem, serve
+from apitest import assert_problem, serve, serve_app
 from sqlalchemy import create_engine, text
 
+import api.study_jobs
 from api.examples import CHAT_70B
+from planner.solvers import SolveOptions, get_backend
+from planner.solvers.cancel import SolveCancelled
+from tests.solvers.conftest import market_split
 
 XLSX = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
 
@@ -39,9 +48,9 @@ def settings(make_settings, tmp_path):
     return make
 
 
-def wait_for(http, url: str, until, timeout_s: float = 60) -> dict:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
+def wait_for(http, url: str, until, polls: int = 1200) -> dict:
+    """The study record once ``until(record)`` holds (a condition, polled every 50 ms, at most ``polls`` times)."""
+    for _ in range(polls):
         record = http.get(url).json()
         if until(record):
             return record
@@ -102,54 +111,118 @@ def test_a_study_runs_in_the_background_and_answers_rows_csv_and_a_workbook(sett
         assert http.delete(location).status_code == 409  # over: nothing to cancel
 
 
+def stop_at(app, index: int, until) -> threading.Event:
+    """Hold every study of ``app`` before scenario ``index`` until ``until()`` returns; returns the event set
+    when a study got there (the study thread waits in ``StudyJobs.before_scenario``)."""
+    reached = threading.Event()
+
+    def hook(_study_id: str, scenario: int) -> None:
+        if scenario == index:
+            reached.set()
+            until()
+
+    app.state.services.studies.before_scenario = hook
+    return reached
+
+
+def idle(app) -> None:
+    """Wait until no study thread of ``app`` is running (a condition, polled)."""
+    jobs = app.state.services.studies
+    for _ in range(6000):
+        if not jobs.active():
+            return
+        time.sleep(0.01)
+    raise AssertionError("a study thread is still running")
+
+
 def test_cancel_stops_scheduling_and_no_row_follows(settings, tmp_path):
-    with serve(settings()) as http:
+    deleted = threading.Event()
+    with serve_app(settings()) as (http, app):
+        at_one = stop_at(app, 1, lambda: deleted.wait(60))  # scenario 0 solved, scenario 1 not started
         posted = http.post("/v1/studies", json=study(LONG, "long"))
         location = posted.headers["location"]
-        wait_for(http, location, lambda r: r["done"] >= 1)
+        assert at_one.wait(60)
         cancelled = http.delete(location)
+        deleted.set()
         assert cancelled.status_code == 200 and cancelled.json()["status"] == "cancelled"
+        idle(app)  # the study's thread has ended: nothing more can land
         folder = tmp_path / "studies" / posted.json()["id"]
-        rows = journal_lines(folder)
-        assert 1 <= len(rows) < len(LONG)
-        time.sleep(1.5)  # longer than a solve: a scenario in flight would have landed by now
-        assert journal_lines(folder) == rows
+        assert [r["scenario"] for r in journal_lines(folder)] == ["tpot_ms=60"]
         record = http.get(location).json()
-        assert record["status"] == "cancelled" and record["done"] == len(rows) < record["total"]
-        assert len(http.get(f"{location}/results").json()["rows"]) == len(rows)  # the finished ones stay
+        assert record["status"] == "cancelled" and record["done"] == 1 < record["total"]
+        assert len(http.get(f"{location}/results").json()["rows"]) == 1  # the finished ones stay
         assert http.delete(location).json()["status"] == "cancelled"  # again: the same answer
         assert_problem(http.get(f"{location}/export"), 409)
         assert not (folder / "results.csv").exists()
 
 
+def test_cancel_interrupts_the_scenario_being_solved(settings, tmp_path, monkeypatch):
+    solving, outcome = threading.Event(), []
+
+    def endless_plan(workload, catalog, options):  # a real solve that would run for 10 minutes
+        solving.set()
+        try:
+            get_backend("ortools").solve(market_split(), SolveOptions(time_limit_s=600, relative_gap=0.0))
+        except SolveCancelled as exc:
+            outcome.append(exc)
+            raise
+        outcome.append("not interrupted")
+        raise AssertionError("the solve ran to its end")
+
+    monkeypatch.setattr(api.study_jobs, "plan_workload", endless_plan)
+    with serve_app(settings()) as (http, app):
+        posted = http.post("/v1/studies", json=study([50, 40], "endless"))
+        assert solving.wait(60)
+        assert http.delete(posted.headers["location"]).json()["status"] == "cancelled"
+        idle(app)
+        assert len(outcome) == 1 and isinstance(outcome[0], SolveCancelled)
+        assert journal_lines(tmp_path / "studies" / posted.json()["id"]) == []  # the dropped scenario left no row
+
+
 def test_a_restart_marks_unfinished_studies_interrupted_or_resumes_them(settings, tmp_path, db_url):
-    with serve(settings()) as http:
+    with serve_app(settings()) as (http, app):
+        jobs = app.state.services.studies
+        at_two = stop_at(app, 2, lambda: jobs.stopping.wait(60))  # held before scenario 2 until the server stops
         posted = http.post("/v1/studies", json=study(LONG, "restart"))
         location = posted.headers["location"]
-        wait_for(http, location, lambda r: r["done"] >= 1)
-    # the server stopped: after its current scenario, the study says so
+        assert at_two.wait(60)
+    # the server stopped with the study at scenario 2: it says so, with scenarios 0 and 1 journaled
     folder = tmp_path / "studies" / posted.json()["id"]
-    stopped_at = len(journal_lines(folder))
+    assert [r["scenario"] for r in journal_lines(folder)] == ["tpot_ms=60", "tpot_ms=55"]
     engine = create_engine(db_url)
     with engine.begin() as connection:  # as a crash would leave it: still 'running'
         status = connection.execute(text("SELECT status FROM studies")).scalar()
         connection.execute(text("UPDATE studies SET status = 'running'"))
     engine.dispose()
-    assert status == "interrupted" and 1 <= stopped_at < len(LONG)
+    assert status == "interrupted"
 
     with serve(settings()) as http:  # default: never lost silently, marked interrupted
         record = http.get(location).json()
         assert record["status"] == "interrupted" and "server stopped" in record["error"]
-        assert len(http.get(f"{location}/results").json()["rows"]) == stopped_at
+        assert len(http.get(f"{location}/results").json()["rows"]) == 2
         assert_problem(http.get(f"{location}/export"), 409)
         assert http.delete(location).status_code == 409
 
     with serve(settings(study_resume=True)) as http:  # resumed from its journal
         record = wait_for(http, location, final)
         assert record["status"] == "succeeded" and record["done"] == len(LONG)
+        assert record["error"] is None  # no longer interrupted: the old reason is gone
         assert len(http.get(f"{location}/results").json()["rows"]) == len(LONG)
     lines = journal_lines(folder)
     assert len(lines) == len({line["scenario"] for line in lines}) == len(LONG)  # nothing solved twice
+
+
+def test_studies_still_queued_when_the_server_stops_are_interrupted_too(settings):
+    with serve_app(settings()) as (http, app):  # one study worker: the second and third wait in the queue
+        jobs = app.state.services.studies
+        at_zero = stop_at(app, 0, lambda: jobs.stopping.wait(60))
+        locations = [http.post("/v1/studies", json=study([50, 40], f"q{i}")).headers["location"] for i in range(3)]
+        assert at_zero.wait(60)
+        jobs.stop()  # what SIGTERM does first; the queued studies then reach the worker and must not start
+        idle(app)
+        records = [http.get(location).json() for location in locations]
+    assert [r["status"] for r in records] == ["interrupted"] * 3, records
+    assert all("server stopped" in r["error"] for r in records)
 
 
 def test_unknown_ids_and_invalid_specs(settings):

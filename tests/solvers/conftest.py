@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from planner.candidates import Candidate
+from planner.milp.model import IlpModel
 from planner.schema import Workload
 
 
@@ -43,3 +45,19 @@ def tiny():
         candidate("chat", "decode", "d", 7.0, 3000.0),
     ]
     return workload({"chat": 1.0}, 10.0), units_for(["chat"]), cands
+
+
+def market_split(rows: int = 5, columns: int = 40, seed: int = 1) -> IlpModel:
+    """Cornuéjols–Dawande market split: binary x with Σ a_ij x_j = ⌊Σ_j a_ij / 2⌋ (slack penalised), a_ij in
+    [0, 99]. Branch and bound needs far longer than any test waits for this size (every engine hits its limit)."""
+    a = np.random.default_rng(seed).integers(0, 100, size=(rows, columns))
+    target = (a.sum(axis=1) // 2).astype(float)
+    n = columns + 2 * rows
+    row = np.concatenate([np.repeat(np.arange(rows), columns), np.arange(rows), np.arange(rows)])
+    col = np.concatenate([np.tile(np.arange(columns), rows), columns + np.arange(rows), columns + rows + np.arange(rows)])
+    val = np.concatenate([a.ravel().astype(float), np.ones(rows), -np.ones(rows)])
+    return IlpModel(var_names=tuple(f"x{j}" for j in range(n)), var_lb=np.zeros(n),
+                    var_ub=np.r_[np.ones(columns), np.full(2 * rows, np.inf)],
+                    var_is_integer=np.r_[np.ones(columns, bool), np.zeros(2 * rows, bool)],
+                    objective=np.r_[np.zeros(columns), np.ones(2 * rows)], row_names=tuple(f"r{i}" for i in range(rows)),
+                    row_lo=target, row_hi=target, row=row, col=col, val=val)

@@ -1,12 +1,17 @@
-"""Different engines reach the same optimum; on tiny instances enumeration agrees with the MILP."""
+"""Different engines reach the same optimum; on tiny instances enumeration agrees with the MILP.
+
+The property tests are derandomized (the same examples on every run, no replay database), and every
+generated example is compared: none is skipped.
+"""
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, given, note, settings
 from hypothesis import strategies as st
 
 from planner.milp.build import BuildOptions, build_model
@@ -15,13 +20,19 @@ from tests.solvers.conftest import candidate, units_for, workload
 
 ENGINES = [("ortools", "scip"), ("ortools", "highs"), ("pulp", "highs"), ("pulp", "cbc")]
 EXACT = SolveOptions(time_limit_s=30, relative_gap=1e-9)
+# PuLP reads CBC's answer back from CBC's text solution file, which carries ~6 significant digits: a value v
+# comes back within ~5e-7·|v|, so rows over values ~10 show violations ~1e-6 (1.1e-6 was seen) and optima
+# differ from SCIP's in the 7th digit. 1e-5 relative is ten times that round-off, and still far below the
+# smallest change one replica more or less makes here (capacities >= 0.5 rps against rates <= 3 rps).
+REL_TOL = 1e-5
+PROPERTY = settings(derandomize=True, database=None, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 def max_scale(wl, units, cands, backend="ortools", engine=None) -> float:
     model = build_model(wl, units, cands, BuildOptions(objective="max_goodput"))
     result = get_backend(backend).solve(model, SolveOptions(time_limit_s=30, relative_gap=1e-9, engine=engine))
     assert result.termination is Termination.OPTIMAL, result
-    assert model.max_violation(result.x) < 1e-6
+    assert model.max_violation(result.x) <= REL_TOL * max(1.0, float(np.abs(model.activity(result.x)).max(initial=0)))
     return float(result.x[model.blocks["scale"]][0])
 
 
@@ -61,29 +72,34 @@ def instances(draw):
     return workload(classes, budget_kw), units_for(classes), cands
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(PROPERTY, max_examples=25)
 @given(instances())
 def test_random_tiny_instances_match_enumeration(instance):
     wl, units, cands = instance
     replicas = 4 if len(cands) <= 4 else 3
     expected = brute_force_scale(wl, cands, replicas)
-    # the enumeration is capped; only compare when the MILP's optimum is within the cap
+    # the enumeration is capped at `replicas` per candidate: give the MILP the same cap, so every example compares
     model = build_model(wl, units, cands, BuildOptions(objective="max_goodput"))
-    result = get_backend("ortools").solve(model, EXACT)
-    counts = np.round(result.x[model.blocks["n"]])
-    if counts.max(initial=0) <= replicas:
-        assert float(result.x[model.blocks["scale"]][0]) == pytest.approx(expected, rel=1e-7, abs=1e-9)
+    n = model.blocks["n"]
+    var_ub = model.var_ub.copy()
+    var_ub[n] = np.minimum(var_ub[n], replicas)
+    capped = dataclasses.replace(model, var_ub=var_ub)
+    result = get_backend("ortools").solve(capped, EXACT)
+    assert result.termination is Termination.OPTIMAL, result
+    uncapped = get_backend("ortools").solve(model, EXACT)
+    note(f"cap binds: {np.round(uncapped.x[n]).max(initial=0) > replicas}")  # shown with a failing example
+    assert float(result.x[model.blocks["scale"]][0]) == pytest.approx(expected, rel=1e-7, abs=1e-9)
 
 
-@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(PROPERTY, max_examples=20)
 @given(instances())
 def test_random_instances_same_optimum_across_engines(instance):
     wl, units, cands = instance
     scip = max_scale(wl, units, cands, "ortools", "scip")
     highs = max_scale(wl, units, cands, "pulp", "highs")
     cbc = max_scale(wl, units, cands, "pulp", "cbc")
-    assert highs == pytest.approx(scip, rel=1e-6, abs=1e-9)
-    assert cbc == pytest.approx(scip, rel=1e-6, abs=1e-9)
+    assert highs == pytest.approx(scip, rel=REL_TOL, abs=1e-9)
+    assert cbc == pytest.approx(scip, rel=REL_TOL, abs=1e-9)
 
 
 def test_min_power_and_min_cost_serve_scale_one(tiny):

@@ -20,6 +20,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Discriminator, Field, Tag, ValidationError, model_validator
 
 from planner.catalog import Catalog
+from planner.messages import describe_errors
 from planner.pareto import OK_STATUSES, Sense, frontier_points, pareto_mask  # noqa: F401  (re-exported)
 from planner.pareto import finite as _finite
 from planner.schema import Frozen, Objective, Plan, Workload
@@ -238,8 +239,18 @@ def dimensions(spec: StudySpec) -> list[list[list[tuple[AxisSpec, tuple]]]]:
     return dims
 
 
-def expand(spec: StudySpec, catalog: Catalog | None = None) -> list[Scenario]:
-    """Every scenario of the study, validated (and checked against ``catalog`` when given), in order."""
+#: scenarios one study may expand to (the REST service sets its own, lower limit); counted before expanding.
+MAX_SCENARIOS = 100_000
+
+
+def expand(spec: StudySpec, catalog: Catalog | None = None, max_scenarios: int = MAX_SCENARIOS) -> list[Scenario]:
+    """Every scenario of the study, validated (and checked against ``catalog`` when given), in order.
+
+    Refuses a study of more than ``max_scenarios`` scenarios before building any (``scenario_count``).
+    """
+    count = scenario_count(spec)
+    if count > max_scenarios:
+        raise StudyError(f"axes: {count:,} scenarios; a study may have at most {max_scenarios:,}")
     base = apply_params(spec.base, spec.set, None, {})
     if spec.objective is not None:
         base = {**base, "objective": spec.objective}
@@ -265,9 +276,7 @@ def _validated(doc: dict, key: str) -> Workload:
     try:
         return Workload.model_validate(doc)
     except ValidationError as exc:
-        err = exc.errors()[0]
-        field = ".".join(str(p) for p in err["loc"]) or "workload"
-        raise StudyError(f"scenario {key!r}: {field}: {err['msg']} (got {err.get('input')!r})") from exc
+        raise StudyError(f"scenario {key!r}: {describe_errors(exc, most=1)}") from exc
 
 
 def check_ids(workload: Workload, prices: dict, catalog: Catalog, key: str) -> None:

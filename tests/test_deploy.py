@@ -192,6 +192,19 @@ def test_cli_bad_input_exits_2_with_one_line(tmp_path, plans, args, message):
     assert not (tmp_path / "out").exists()
 
 
+def test_cli_infeasible_plan_exits_1(tmp_path, catalog):
+    w = example("chat-70b")
+    w["classes"][0]["slo"] = {"ttft_ms": 1, "tpot_ms": 0.01}
+    plan = solve(w, catalog)
+    assert plan.status == "infeasible"
+    plan_file = tmp_path / "plan.json"
+    write_json(plan_file, plan.model_dump(mode="json"))
+    result = CliRunner().invoke(app, ["deploy", str(plan_file), "--target", "vllm", "-o", str(tmp_path / "out")])
+    assert result.exit_code == 1, result.output
+    assert len(result.output.strip().splitlines()) == 1 and "nothing to deploy" in result.output
+    assert not (tmp_path / "out").exists()
+
+
 class _FakeOpenAI(BaseHTTPRequestHandler):
     """Streams ``max_tokens`` completion chunks at once (an endpoint far faster than any prediction)."""
 

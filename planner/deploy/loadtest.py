@@ -24,7 +24,7 @@ import argparse, json, random, statistics, sys, threading, time, urllib.request
 MODEL = __MODEL__
 TOLERANCE = __TOLERANCE__
 # name, input/output tokens, rate (req/s, the plan's served rate), predicted and SLO TTFT/TPOT (ms)
-CLASSES = json.loads(__CLASSES__)
+CLASSES = __CLASSES__
 
 
 def one_request(base_url, c, results):
@@ -120,7 +120,7 @@ def class_targets(plan: Plan) -> list[dict]:
 
 
 def loadtest_script(plan: Plan) -> str:
-    """The script's text with the plan's figures written in."""
+    """The script's text with the plan's figures written in (JSON of strings and numbers: a Python literal)."""
     classes = json.dumps(class_targets(plan), indent=1)
     return (SCRIPT.replace("__MODEL__", repr(hf_repo(plan.model))).replace("__TOLERANCE__", repr(TOLERANCE))
-            .replace("__CLASSES__", repr(classes)))
+            .replace("__CLASSES__", classes))

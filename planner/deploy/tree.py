@@ -123,7 +123,7 @@ def _pool_tree(pf: PoolFiles) -> dict[str, str]:
         out[f"{base}/config.yaml"] = config_files["config.yaml"] = config
     else:
         opts = sglang_options(pf.spec) if pf.stack == "sglang" else vllm_options(pf.spec)
-        out[f"{base}/engine.yaml"] = dump_yaml({f.lstrip("-"): (True if v is None else v) for f, v in opts})
+        out[f"{base}/engine.yaml"] = dump_yaml({f.lstrip("-"): _typed(v) for f, v in opts})
     if pf.stack != "dynamo":
         platform = PLATFORMS[pf.vendor]
         p = pf.spec.pool
@@ -132,6 +132,18 @@ def _pool_tree(pf: PoolFiles) -> dict[str, str]:
             deployment(pf.k8s_name, platform.images[pf.stack], p.replicas, platform.resource, p.tp),
             service(pf.k8s_name))
     return out
+
+
+def _typed(value: str | None) -> bool | int | float | str:
+    """A flag's value as YAML should hold it: a bare flag is true, numbers are numbers."""
+    if value is None:
+        return True
+    for kind in (int, float):
+        try:
+            return kind(value)
+        except ValueError:
+            pass
+    return value
 
 
 def _pool_readme(pf: PoolFiles) -> str:

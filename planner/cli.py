@@ -356,3 +356,4 @@ import planner.commands.study  # noqa: E402,F401
 import planner.commands.serve  # noqa: E402,F401
 import planner.commands.export  # noqa: E402,F401
 import planner.commands.calibrate  # noqa: E402,F401
+import planner.commands.deploy  # noqa: E402,F401

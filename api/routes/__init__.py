@@ -3,7 +3,7 @@
 ``V1_ROUTERS`` sit behind the API-key check when SILICONMIX_API_KEYS is set; ``OPEN_ROUTERS`` never do.
 """
 
-from api.routes import catalog, estimate, exports, health, plans, studies
+from api.routes import catalog, deploy, estimate, exports, health, plans, studies
 
 V1_ROUTERS = [
     plans.router,
@@ -11,6 +11,7 @@ V1_ROUTERS = [
     catalog.router,
     studies.router,
     exports.router,
+    deploy.router,
 ]
 
 OPEN_ROUTERS = [

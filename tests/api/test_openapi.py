@@ -49,6 +49,7 @@ OPERATIONS = {
     ("delete", "/v1/studies/{study_id}"): "cancel_study",
     ("get", "/v1/studies/{study_id}/results"): "get_study_results",
     ("get", "/v1/plans/{plan_id}/export"): "export_plan",
+    ("get", "/v1/plans/{plan_id}/deploy"): "deploy_plan",
     ("get", "/v1/studies/{study_id}/export"): "export_study",
 }
 

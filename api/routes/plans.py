@@ -139,9 +139,9 @@ async def submit(jobs: PlanJobs, job: PlanJob) -> Response:
         job_id = await run_in_threadpool(jobs.submit, job, request_json_of(job))
     except plan_jobs.Busy as exc:
         raise ProblemError(503, f"{exc}; retry later", type=BUSY, headers={"Retry-After": "2"}) from exc
-    href = f"{router.prefix}/{job_id}"
-    return Response(job_json(jobs.store.get(job_id), None), status_code=202, media_type="application/json",
-                    headers={"Location": href, "Preference-Applied": "respond-async"})
+    row = await run_in_threadpool(jobs.store.get, job_id)
+    return Response(job_json(row, None), status_code=202, media_type="application/json",
+                    headers={"Location": f"{router.prefix}/{job_id}", "Preference-Applied": "respond-async"})
 
 
 @router.get("", response_model=PlanPage, summary="List plans, newest first", responses=problem_docs(401, 422, 503))

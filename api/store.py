@@ -297,14 +297,10 @@ class StudyStore:
 
 
 # ----------------------------------------------------------------------------------------- plan jobs
-#: plan job states; the last three are final. ``state`` is where the job is, never the solve's outcome
-#: (that is the plan's ``status``: optimal, feasible, time_limit, infeasible)
-PLAN_JOB_STATES = ("queued", "running", "done", "cancelled", "failed")
-
-
 class PlanJobRow(Base):
     """One ``POST /v1/plans`` answered 202: the request, where the job is, how far it got. Its plan, once there
-    is one, is the ``plans`` row with the same id."""
+    is one, is the ``plans`` row with the same id. ``state`` (queued, running, done, cancelled, failed) is where
+    the job is, never the solve's outcome: that is the plan's ``status`` (optimal, feasible, time_limit, infeasible)."""
 
     __tablename__ = "plan_jobs"
 

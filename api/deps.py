@@ -17,6 +17,7 @@ from starlette.concurrency import run_in_threadpool
 
 from api.errors import UNAUTHORIZED, UNAVAILABLE, UNSUPPORTED_MEDIA, VALIDATION, FieldError, ProblemError, clipped, summary
 from api.logs import secret_params
+from api.plan_jobs import PlanJobs
 from api.runner import PlanRunner
 from api.settings import Settings, get_settings
 from api.store import PlanStore
@@ -37,6 +38,7 @@ class Services:
     catalog: Catalog | None = None
     catalog_error: str | None = None
     studies: StudyJobs | None = None
+    plan_jobs: PlanJobs | None = None
     stopping: bool = False
     solving: set[CancelToken] = field(default_factory=set)  # tokens of the plans being solved (event loop only)
 
@@ -52,12 +54,14 @@ class Services:
             self.solving.discard(token)
 
     def stop(self) -> None:
-        """The server is stopping: cancel every plan being solved, interrupt every study (on the event loop)."""
+        """The server is stopping: cancel every plan being solved, interrupt every study and plan job (on the event loop)."""
         self.stopping = True
         for token in list(self.solving):
             token.cancel()
         if self.studies is not None:
             self.studies.stop()
+        if self.plan_jobs is not None:
+            self.plan_jobs.stop()
 
 
 def first_line(exc: BaseException) -> str:
@@ -97,6 +101,14 @@ async def get_study_jobs(svc: Annotated[Services, Depends(services)],
     return svc.studies
 
 
+async def get_plan_jobs(svc: Annotated[Services, Depends(services)],
+                        _store: Annotated[PlanStore, Depends(get_store)]) -> PlanJobs:
+    """The plan job manager (its table is there: the store's schema was ensured first)."""
+    if svc.plan_jobs is None:
+        raise ProblemError(503, "the plan job runner is not available", type=UNAVAILABLE)
+    return svc.plan_jobs
+
+
 async def get_runner(svc: Annotated[Services, Depends(services)]) -> PlanRunner:
     return svc.runner
 
@@ -107,16 +119,18 @@ def is_json(content_type: str) -> bool:
     return media == "application/json" or (media.startswith("application/") and media.endswith("+json"))
 
 
-def strict_json(model: type[BaseModel]) -> Any:
+def strict_json(model: type[BaseModel], yaml: bool = False) -> Any:
     """A route dependency: the body must be sent as JSON (else 415) and match ``model`` strictly (no ``false``
-    for a number, no ``"12"`` for an integer), as the OpenAPI schema says; FastAPI's own parse is lax python mode."""
+    for a number, no ``"12"`` for an integer), as the OpenAPI schema says; FastAPI's own parse is lax python mode.
+    ``yaml``: the route also takes YAML (``api.yaml_body`` turned it into JSON before it got here)."""
+    allowed = "JSON sent as 'Content-Type: application/json'" + (" or YAML as 'application/yaml' / 'text/yaml'"
+                                                               if yaml else "")
 
     async def check(request: Request) -> None:
         content_type = request.headers.get("content-type", "")
         if not is_json(content_type):
             sent = f"Content-Type {clipped(content_type, 80)!r}" if content_type else "no Content-Type"
-            raise ProblemError(415, f"the body must be JSON sent as 'Content-Type: application/json' (got {sent})",
-                               type=UNSUPPORTED_MEDIA)
+            raise ProblemError(415, f"the body must be {allowed} (got {sent})", type=UNSUPPORTED_MEDIA)
         try:
             model.model_validate_json(await request.body(), strict=True)
         except ValidationError as exc:

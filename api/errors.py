@@ -231,7 +231,7 @@ def problem_docs(*statuses: int) -> dict[int | str, dict[str, Any]]:
         401: "No API key, or a key that is not one of SILICONMIX_API_KEYS",
         404: "No resource with that id",
         413: "Body larger than SILICONMIX_MAX_BODY_BYTES (a size limit; counts over a limit are 422)",
-        415: "Body not sent as `Content-Type: application/json`",
+        415: "Body not sent as `Content-Type: application/json` (plans and studies also take `application/yaml`)",
         422: "Invalid input, or a count over a limit (classes, devices, scenarios): every wrong field is in `errors`",
         503: "Not ready (database or catalog) or too many plans queued; retry later",
     }

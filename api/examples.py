@@ -69,3 +69,27 @@ STUDY_EXAMPLES = {
         },
     },
 }
+
+_JOB = {"id": "019ad8a4-5b1e-7c3a-9f12-3e4d5a6b7c8d", "created_at": "2026-12-15T10:00:00.000000Z",
+        "time_limit_s": 20.0, "error": None, "href": "/v1/plans/019ad8a4-5b1e-7c3a-9f12-3e4d5a6b7c8d"}
+
+#: response examples of a plan job (POST ... Prefer: respond-async, GET and DELETE /v1/plans/{id}); a job's `plan`
+#: is left out where it has one: it is the PlanRecord GET answers for a synchronous plan
+PLAN_JOB_EXAMPLES = {
+    "queued": {"summary": "just accepted (202)", "value": {
+        **_JOB, "state": "queued", "status": None, "updated_at": "2026-12-15T10:00:00.000000Z", "progress": None,
+        "plan": None}},
+    "running": {"summary": "running: the first stage solved, the tie-break under way", "value": {
+        **_JOB, "state": "running", "status": None, "updated_at": "2026-12-15T10:00:07.120000Z",
+        "progress": {"stage": "tie_break", "candidates": 412, "incumbent": -1.38, "bound": -1.38, "gap": 0.0,
+                     "has_plan": True}, "plan": None}},
+    "cancelled": {"summary": "cancelled during the tie-break: the first stage's plan is kept", "value": {
+        **_JOB, "state": "cancelled", "status": "optimal", "updated_at": "2026-12-15T10:00:08.500000Z",
+        "progress": {"stage": "tie_break", "candidates": 412, "incumbent": -1.38, "bound": -1.38, "gap": 0.0,
+                     "has_plan": True}}},
+    "failed": {"summary": "failed: the time limit passed before any plan was found", "value": {
+        **_JOB, "state": "failed", "status": None, "updated_at": "2026-12-15T10:00:20.010000Z",
+        "progress": {"stage": "solve", "candidates": 412, "incumbent": None, "bound": None, "gap": None,
+                     "has_plan": False},
+        "error": "time_limit_s (20 s) passed before any plan was found", "plan": None}},
+}

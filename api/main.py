@@ -22,11 +22,13 @@ from api import docs, errors, logs
 from api.deps import Services, first_line, require_api_key, single_query_values
 from api.lifecycle import on_stop_signals
 from api.middleware import BodySizeLimit
+from api.plan_jobs import PlanJobs
 from api.routes import OPEN_ROUTERS, TAGS, V1_ROUTERS
 from api.runner import PlanRunner
 from api.settings import Settings, get_settings
-from api.store import PlanStore, StudyStore, database_label
+from api.store import PlanJobStore, PlanStore, StudyStore, database_label
 from api.study_jobs import StudyJobs
+from api.yaml_body import YamlBodies
 from planner import __version__
 from planner.catalog import load_catalog
 
@@ -39,6 +41,10 @@ POST a workload to **/v1/plans** and get the fleet back (also when no fleet can 
 `infeasible` with the diagnosis); list and fetch earlier plans; ask the cost model (**/v1/estimate**)
 and the catalog directly. Errors are RFC 9457 `application/problem+json`.
 """
+
+
+#: routes whose POST body may be YAML (application/yaml, text/yaml): it reaches them as JSON
+YAML_PATHS = frozenset({"/v1/plans", "/v1/studies"})
 
 
 def operation_id(route: APIRoute) -> str:
@@ -74,6 +80,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         app.add_middleware(CORSMiddleware, allow_origins=settings.cors_origins, allow_methods=["GET", "POST", "DELETE"],
                            allow_headers=["Authorization", "X-API-Key", "Content-Type"])
     app.add_middleware(errors.CatchAll)
+    app.add_middleware(YamlBodies, paths=YAML_PATHS)  # after the size limit: it reads a bounded body
     app.add_middleware(BodySizeLimit, max_body_bytes=settings.max_body_bytes,
                        body_timeout_s=settings.body_timeout_s)  # outermost: before anything reads
     app.openapi = lambda: openapi(app)  # type: ignore[method-assign]
@@ -105,6 +112,13 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
                             resumed, interrupted)
     except Exception as exc:
         log.error("unfinished studies not checked: %s", first_line(exc))
+    svc.plan_jobs = PlanJobs(PlanJobStore(store.engine), store, svc.catalog, settings.plan_workers,
+                             settings.plan_queue_limit)
+    try:
+        if store.ready and (failed := await run_in_threadpool(svc.plan_jobs.start)):
+            log.warning("plan jobs left unfinished by the previous run: %d marked failed", failed)
+    except Exception as exc:
+        log.error("unfinished plan jobs not checked: %s", first_line(exc))
     app.state.services = svc
     logs.install()  # here, after uvicorn configured its loggers
     log_start(settings)
@@ -115,6 +129,7 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         restore_signals()
         svc.stop()
         await asyncio.to_thread(svc.studies.shutdown)
+        await asyncio.to_thread(svc.plan_jobs.shutdown)
         await asyncio.to_thread(runner.shutdown)
         store.dispose()
 

@@ -24,6 +24,41 @@ class PlanRecord(BaseModel):
     plan: Plan
 
 
+PlanJobState = Literal["queued", "running", "done", "cancelled", "failed"]
+
+
+class PlanJobProgress(BaseModel):
+    """The stage a plan job reached. The planner reports stage boundaries, not its solver's own progress:
+    incumbent, bound and gap are those of the last MILP solve that finished (null before the first)."""
+
+    stage: Literal["candidates", "solve", "tie_break", "baseline", "verify"] = Field(
+        description="candidates (building placement candidates), solve (the placement MILP), tie_break (least power "
+                    "at the best goodput, max_goodput only), baseline (best single-device fleet), verify")
+    candidates: int | None = Field(None, description="placement candidates generated (from the solve stage on)")
+    incumbent: float | None = Field(None, description="objective of the best solution so far (the MILP's units)")
+    bound: float | None = Field(None, description="the solver's bound on the objective")
+    gap: float | None = Field(None, description="relative gap between incumbent and bound")
+    has_plan: bool = Field(description="a plan exists already: a cancel now keeps it")
+
+
+class PlanJobRecord(BaseModel):
+    """A plan solved in the background: where the job is (`state`), and once it has a plan, the plan."""
+
+    id: str = Field(description="job id, also the plan's id (UUIDv7: sorts by creation time)",
+                    examples=["019ad8a4-5b1e-7c3a-9f12-3e4d5a6b7c8d"])
+    state: PlanJobState = Field(description="where the job is: queued, running, done, cancelled (by DELETE; `plan` "
+                                            "holds the best plan found before, if any) or failed (see `error`)")
+    status: PlanStatus | None = Field(None, description="the solve's outcome, once there is a plan: optimal, "
+                                                         "feasible, time_limit or infeasible")
+    created_at: dt.datetime
+    updated_at: dt.datetime
+    time_limit_s: float = Field(description="cap on the whole job, from when it starts running (s)", examples=[20.0])
+    progress: PlanJobProgress | None = Field(None, description="the last stage reached (null while queued)")
+    error: str | None = Field(None, description="why the job failed")
+    href: str = Field(description="the job's URL (DELETE it to cancel)")
+    plan: PlanRecord | None = Field(None, description="the plan (done), or the best plan found before a cancel")
+
+
 class PlanSummary(BaseModel):
     """One line of the plan list."""
 

@@ -173,10 +173,11 @@ class PlanStore:
                     total=0, spec_json="{}", output_dir=""))
                 transaction.rollback()
 
-    def add(self, new: NewPlan) -> PlanRow:
+    def add(self, new: NewPlan, plan_id: str | None = None) -> PlanRow:
+        """Store a plan under a new id (or ``plan_id``: the id of the plan job that made it)."""
         plan = json.loads(new.plan_json)
         row = PlanRow(
-            id=new_id(), created_at=utc_now(), status=plan["status"], model=plan["model"],
+            id=plan_id or new_id(), created_at=utc_now(), status=plan["status"], model=plan["model"],
             objective=plan["objective"], solver=new.solver, engine=plan["solver"]["engine"],
             time_limit_s=new.time_limit_s, solve_time_s=plan["solver"]["time_s"],
             goodput_scale=plan["goodput_scale"], devices=plan["totals"]["devices"],
@@ -280,8 +281,76 @@ class StudyStore:
         with self._sessions.begin() as session:
             session.execute(update(StudyRow).where(StudyRow.id == study_id).values(done=done, updated_at=utc_now()))
 
+    def page(self, limit: int, offset: int) -> tuple[list[StudyRow], int]:
+        """Studies newest first (``created_at``, then insertion order), and how many there are."""
+        with Session(self.engine) as session:
+            total = session.scalar(select(func.count()).select_from(StudyRow)) or 0
+            rows = session.scalars(select(StudyRow).order_by(StudyRow.created_at.desc(), StudyRow.seq.desc())
+                                   .limit(limit).offset(offset)).all()
+        return list(rows), int(total)
+
     def with_status(self, statuses: tuple[str, ...]) -> list[StudyRow]:
         """Studies in one of ``statuses``, oldest first (at start-up: what a previous process left unfinished)."""
         with Session(self.engine, expire_on_commit=False) as session:
             return list(session.scalars(select(StudyRow).where(StudyRow.status.in_(statuses))
                                         .order_by(StudyRow.seq)).all())
+
+
+# ----------------------------------------------------------------------------------------- plan jobs
+class PlanJobRow(Base):
+    """One ``POST /v1/plans`` answered 202: the request, where the job is, how far it got. Its plan, once there
+    is one, is the ``plans`` row with the same id. ``state`` (queued, running, done, cancelled, failed) is where
+    the job is, never the solve's outcome: that is the plan's ``status`` (optimal, feasible, time_limit, infeasible)."""
+
+    __tablename__ = "plan_jobs"
+
+    seq: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    id: Mapped[str] = mapped_column(String(36), unique=True, nullable=False)
+    created_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), nullable=False)
+    updated_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), nullable=False)
+    state: Mapped[str] = mapped_column(String(16), index=True, nullable=False)
+    stage: Mapped[str | None] = mapped_column(String(16), nullable=True)
+    progress_json: Mapped[str | None] = mapped_column(Text, nullable=True)
+    solver: Mapped[str] = mapped_column(String(16), nullable=False)
+    time_limit_s: Mapped[float] = mapped_column(Float, nullable=False)
+    request_json: Mapped[str] = mapped_column(Text, nullable=False)
+    error: Mapped[str | None] = mapped_column(Text, nullable=True)
+
+
+class PlanJobStore:
+    """Plan jobs by id; every state change is a conditional UPDATE (``from_``), as for studies."""
+
+    def __init__(self, engine: Engine):
+        self.engine = engine
+        self._sessions = sessionmaker(engine, expire_on_commit=False)
+
+    def add(self, job_id: str, solver: str, time_limit_s: float, request_json: str) -> PlanJobRow:
+        now = utc_now()
+        row = PlanJobRow(id=job_id, created_at=now, updated_at=now, state="queued", stage=None, progress_json=None,
+                         solver=solver, time_limit_s=time_limit_s, request_json=request_json, error=None)
+        with self._sessions.begin() as session:
+            session.add(row)
+        return self.get(job_id) or row
+
+    def get(self, job_id: str) -> PlanJobRow | None:
+        with Session(self.engine, expire_on_commit=False) as session:
+            return session.scalars(select(PlanJobRow).where(PlanJobRow.id == job_id)).one_or_none()
+
+    def transition(self, job_id: str, state: str, from_: tuple[str, ...], error: str | None = None) -> bool:
+        """Set ``state`` (and ``error``) when the job is in one of ``from_``; True when it was."""
+        with self._sessions.begin() as session:
+            result = session.execute(update(PlanJobRow).where(PlanJobRow.id == job_id, PlanJobRow.state.in_(from_))
+                                     .values(state=state, error=error, updated_at=utc_now()))
+        return result.rowcount == 1
+
+    def progress(self, job_id: str, stage: str, progress_json: str) -> None:
+        """Record the stage a running job reached (a job no longer running keeps what it had)."""
+        with self._sessions.begin() as session:
+            session.execute(update(PlanJobRow).where(PlanJobRow.id == job_id, PlanJobRow.state == "running")
+                            .values(stage=stage, progress_json=progress_json, updated_at=utc_now()))
+
+    def with_state(self, states: tuple[str, ...]) -> list[str]:
+        """Ids of the jobs in one of ``states``, oldest first."""
+        with Session(self.engine) as session:
+            return list(session.scalars(select(PlanJobRow.id).where(PlanJobRow.state.in_(states))
+                                        .order_by(PlanJobRow.seq)).all())

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field, replace
+from typing import Callable
 
 from planner import graph as task_graph
 from planner.candidates import Candidate, CandidateOptions, generate_candidates
@@ -15,6 +16,7 @@ from planner.diagnose import budget_diagnosis, slo_diagnosis, slo_shortfalls, un
 from planner.milp.build import BuildOptions, build_model
 from planner.milp.rounding import relaxed, rounded_solution
 from planner.perf.model import RooflineModel
+from planner.progress import Progress, report
 from planner.plan import (
     binding_constraints,
     classes_of,
@@ -105,8 +107,10 @@ def solve_with_rounding(backend, model, options: SolveOptions) -> SolveResult:
                    message=f"{result.message}; LP rounding beat the incumbent")
 
 
-def solve_candidates(workload: Workload, units: dict, candidates: list[Candidate], options: PlanOptions) -> Solved:
-    """Solve the MILP; for max_goodput, a second stage keeps λ* and minimises power."""
+def solve_candidates(workload: Workload, units: dict, candidates: list[Candidate], options: PlanOptions,
+                     first_stage: Callable[[Solved], None] | None = None) -> Solved:
+    """Solve the MILP; for max_goodput, a second stage keeps λ* and minimises power (``first_stage`` is
+    called with the first stage's outcome before the second starts)."""
     start = time.perf_counter()
     backend = get_backend(options.solver)
     model = build_model(workload, units, candidates, BuildOptions(objective=workload.objective))
@@ -114,6 +118,8 @@ def solve_candidates(workload: Workload, units: dict, candidates: list[Candidate
     stages = (result,)
     if workload.objective == "max_goodput" and result.has_solution and scale_of(model, result) > MIN_SCALE:
         best = scale_of(model, result)
+        if first_stage is not None:
+            first_stage(Solved(candidates, model, result, (result,), time.perf_counter() - start))
         second = build_model(workload, units, candidates, BuildOptions(objective="max_goodput", min_scale=best * (1 - 1e-9)))
         tie_break = replace(options.solve_options(), time_limit_s=max(1.0, options.tie_break_time_share * options.time_limit_s))
         refined = backend.solve(second, tie_break)
@@ -134,7 +140,10 @@ def check_ids(workload: Workload, catalog: Catalog) -> None:
 def plan_workload(workload: Workload, catalog: Catalog, options: PlanOptions = PlanOptions()) -> Plan:
     """The best fleet for ``workload`` under its constraints, verified, with its homogeneous baseline,
     stamped with how it was made (version, catalog fingerprint, time, solve options)."""
-    plan = _plan(workload, catalog, options)
+    return _stamped(_plan(workload, catalog, options), catalog, options)
+
+
+def _stamped(plan: Plan, catalog: Catalog, options: PlanOptions) -> Plan:
     settings = SolveSettings(solver=options.solver, engine=options.engine, time_limit_s=options.time_limit_s,
                              relative_gap=options.relative_gap, baseline=options.baseline)
     return plan.model_copy(update={**stamp(catalog), "options": settings})
@@ -150,6 +159,7 @@ def _plan(workload: Workload, catalog: Catalog, options: PlanOptions) -> Plan:
         draft = costs.profile(workload.spec_decode.draft_model, workload.dtype, workload.kv_dtype)
     graph = task_graph.build_task_graph(workload, model, draft)
     graph_json = task_graph.to_json(graph)
+    report(Progress("candidates"))
     candidates, _ = generate_candidates(workload, catalog, graph, options.candidates, costs)
     graph_units = {(k, s): task_graph.units(graph, k, s)
                    for k in {rc.name for rc in workload.classes} for s in task_graph.strategies_of(graph, k)}
@@ -158,7 +168,17 @@ def _plan(workload: Workload, catalog: Catalog, options: PlanOptions) -> Plan:
         info = solver_info(SolveResult(Termination.INFEASIBLE, options.solver, options.engine or "-"), time.perf_counter() - start, None)
         return infeasible_plan(workload, graph_json, info, slo_diagnosis(slo_shortfalls(workload, catalog, unserved)))
 
-    solved = solve_candidates(workload, graph_units, candidates, options)
+    def reached(stage: str, solved: Solved) -> None:
+        """Report ``stage`` with the solve so far; its plan (no baseline) is the best one yet."""
+        has_plan = solved.result.has_solution and solved.scale > MIN_SCALE
+        best = (lambda: _stamped(_finished(workload, solved, graph_json, start, None, options, catalog), catalog, options)
+                ) if has_plan else None
+        report(Progress(stage, len(candidates), solved.result.objective, solved.result.bound, solved.gap, best))
+
+    report(Progress("solve", len(candidates)))
+    solved = solve_candidates(workload, graph_units, candidates, options, lambda first: reached("tie_break", first))
+    if options.baseline:
+        reached("baseline", solved)
     baseline = best_homogeneous(workload, graph_units, candidates, options) if options.baseline else None
     info = solver_info(solved.result, time.perf_counter() - start, solved.gap)
     if not solved.result.has_solution or solved.scale <= MIN_SCALE:
@@ -167,6 +187,14 @@ def _plan(workload: Workload, catalog: Catalog, options: PlanOptions) -> Plan:
         else:
             diagnosis = budget_diagnosis(workload, graph_units, candidates, options.solver, options.solve_options())
         return infeasible_plan(workload, graph_json, info, diagnosis, baseline)
+    reached("verify", solved)
+    return _finished(workload, solved, graph_json, start, baseline, options, catalog)
+
+
+def _finished(workload: Workload, solved: Solved, graph_json: dict, start: float, baseline: Baseline | None,
+              options: PlanOptions, catalog: Catalog) -> Plan:
+    """The plan of a solve that has a solution, verified."""
+    info = solver_info(solved.result, time.perf_counter() - start, solved.gap)
     plan = _decode(workload, solved, graph_json, info, baseline, options)
     return plan.model_copy(update={"verification": verify_plan(plan, catalog)})
 

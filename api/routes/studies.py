@@ -1,4 +1,5 @@
-"""``/v1/studies``: submit a what-if study (202, runs in the background), follow it, fetch its rows, cancel it."""
+"""``/v1/studies``: submit a what-if study (202, runs in the background), list them newest first, follow one, fetch
+its rows, cancel it."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import pandas as pd
-from fastapi import APIRouter, Body, Depends, Path as PathParam, Request, Response
+from fastapi import APIRouter, Body, Depends, Path as PathParam, Query, Request, Response
 from fastapi.exceptions import RequestValidationError
 from pydantic import BaseModel, Field, ValidationError
 from starlette.concurrency import run_in_threadpool
@@ -51,6 +52,16 @@ class StudyRecord(BaseModel):
     options: StudyOptions | None = Field(None, description="how every scenario is solved")
 
 
+class StudyPage(BaseModel):
+    """A page of studies, newest first."""
+
+    items: list[StudyRecord]
+    total: int = Field(description="studies over all pages")
+    limit: int
+    offset: int
+    next_offset: int | None = Field(description="offset of the next page; null on the last page")
+
+
 class StudyResults(BaseModel):
     """The rows finished so far (every scenario once the study succeeded): the columns of results.csv."""
 
@@ -88,7 +99,9 @@ def study_row(jobs: StudyJobs, study_id: str) -> StudyRow:
     status_code=202,
     response_model=StudyRecord,
     summary="Submit a what-if study",
-    dependencies=[strict_json(StudySpec)],
+    dependencies=[strict_json(StudySpec, yaml=True)],
+    openapi_extra={"requestBody": {"content": {media: {"schema": {"$ref": "#/components/schemas/StudySpec"}}
+                                               for media in ("application/yaml", "text/yaml")}}},
     responses={202: {"description": "Accepted: the study is queued (follow `Location`)",
                      "headers": {"Location": {"description": "the study's URL", "schema": {"type": "string"}}}},
                **problem_docs(401, 413, 415, 422, 503)},
@@ -103,7 +116,8 @@ async def create_study(
     SILICONMIX_STUDY_MAX_SCENARIOS scenarios (the product of the axes' lengths) is refused (422) before any
     is built; every scenario is expanded and validated before anything runs (422 naming the field); then the study waits for one of
     SILICONMIX_STUDY_WORKERS and solves its scenarios in turn. Outputs go to a folder of its own under
-    SILICONMIX_STUDY_DIR (the CLI's outputs and resume journal)."""
+    SILICONMIX_STUDY_DIR (the CLI's outputs and resume journal). The body is JSON, or YAML as `application/yaml`
+    / `text/yaml` (a study file's text, with `base` inline)."""
     count = scenario_count(spec)  # from the axes' lengths: nothing is expanded over the limit
     if count > settings.study_max_scenarios:
         raise invalid("axes", f"{count} scenarios; at most {settings.study_max_scenarios} "
@@ -119,6 +133,19 @@ async def create_study(
     jobs.submit(study_id, spec)
     return Response(record_of(row).model_dump_json(), status_code=202, media_type="application/json",
                     headers={"Location": f"{router.prefix}/{study_id}"})
+
+
+@router.get("", response_model=StudyPage, summary="List studies, newest first", responses=problem_docs(401, 422, 503))
+def list_studies(
+    jobs: Annotated[StudyJobs, Depends(get_study_jobs)],
+    limit: Annotated[int, Query(ge=1, le=100, description="studies per page")] = 20,
+    offset: Annotated[int, Query(ge=0, le=10_000_000, description="studies to skip")] = 0,
+) -> StudyPage:
+    """Every study's record (status, progress, links), newest first; follow `next_offset` for the next page."""
+    rows, total = jobs.store.page(limit, offset)
+    following = offset + len(rows)
+    return StudyPage(items=[record_of(r) for r in rows], total=total, limit=limit, offset=offset,
+                     next_offset=following if following < total else None)
 
 
 @router.get("/{study_id}", response_model=StudyRecord, summary="Follow a study",

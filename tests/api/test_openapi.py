@@ -27,6 +27,7 @@ from schemathesis.checks import positive_data_acceptance
 from api.errors import PROBLEM_MEDIA_TYPE
 from api.main import create_app
 from api.settings import Settings
+from planner.progress import STAGES
 
 KEY = "schemathesis-key"
 AUTH = {"Authorization": f"Bearer {KEY}"}
@@ -36,6 +37,7 @@ OPERATIONS = {
     ("post", "/v1/plans"): "create_plan",
     ("get", "/v1/plans"): "list_plans",
     ("get", "/v1/plans/{plan_id}"): "get_plan",
+    ("delete", "/v1/plans/{plan_id}"): "cancel_plan",
     ("get", "/v1/plans/{plan_id}/graph"): "get_plan_graph",
     ("post", "/v1/estimate"): "create_estimate",
     ("get", "/v1/catalog/hardware"): "list_hardware",
@@ -45,6 +47,7 @@ OPERATIONS = {
     ("get", "/healthz"): "healthz",
     ("get", "/readyz"): "readyz",
     ("post", "/v1/studies"): "create_study",
+    ("get", "/v1/studies"): "list_studies",
     ("get", "/v1/studies/{study_id}"): "get_study",
     ("delete", "/v1/studies/{study_id}"): "cancel_study",
     ("get", "/v1/studies/{study_id}/results"): "get_study_results",
@@ -98,6 +101,18 @@ def test_request_bodies_have_examples(document):
         assert len(examples) >= (1 if path == "/v1/studies" else 2) and all(e["value"] and e["summary"] for e in examples.values())
     record = document["components"]["schemas"]["PlanRecord"]
     assert {"id", "created_at", "status", "plan"} <= set(record["required"])
+    for media in ("application/yaml", "text/yaml"):  # YAML bodies, the same schema
+        for path, model in (("/v1/plans", "Workload"), ("/v1/studies", "StudySpec")):
+            content = document["paths"][path]["post"]["requestBody"]["content"]
+            assert content[media]["schema"] == {"$ref": f"#/components/schemas/{model}"}
+    plans = document["paths"]["/v1/plans"]["post"]["responses"]
+    assert set(plans["202"]["content"]["application/json"]["examples"]) == {"queued", "running", "cancelled", "failed"}
+    assert plans["202"]["content"]["application/json"]["schema"] == {"$ref": "#/components/schemas/PlanJobRecord"}
+    assert document["paths"]["/v1/plans/{plan_id}"]["delete"]["responses"]["200"]["content"]["application/json"]["examples"]
+    job = document["components"]["schemas"]["PlanJobRecord"]["properties"]
+    assert job["state"]["enum"] == ["queued", "running", "done", "cancelled", "failed"]
+    stages = document["components"]["schemas"]["PlanJobProgress"]["properties"]["stage"]["enum"]
+    assert tuple(stages) == STAGES  # the planner's stages, as documented
     pool = document["components"]["schemas"]["Pool"]
     assert "class" in pool["properties"] and "class_name" not in pool["properties"]  # as serialised
 

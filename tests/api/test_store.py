@@ -31,7 +31,7 @@ def test_migrations_create_exactly_the_models_schema(db_url):
     migrate(engine)  # idempotent
     with engine.connect() as connection:
         assert compare_metadata(MigrationContext.configure(connection), Base.metadata) == []
-        assert connection.execute(text("SELECT version_num FROM alembic_version")).scalar() == "0002"
+        assert connection.execute(text("SELECT version_num FROM alembic_version")).scalar() == "0003"
     assert {ix["name"] for ix in inspect(engine).get_indexes("plans")} == {"ix_plans_created_at"}
     engine.dispose()
 
@@ -99,7 +99,7 @@ POSTGRES_URL = os.environ.get("SILICONMIX_TEST_POSTGRES_URL")
 def test_postgresql_end_to_end(make_settings):
     engine = create_db_engine(POSTGRES_URL)
     with engine.begin() as connection:  # a clean database: the test owns it
-        connection.execute(text("DROP TABLE IF EXISTS plans, alembic_version"))
+        connection.execute(text("DROP TABLE IF EXISTS plan_jobs, studies, plans, alembic_version"))
     settings = make_settings(database_url=POSTGRES_URL)
     with serve(settings) as http:
         assert http.get("/readyz").json()["checks"]["database"]["detail"] == "postgresql reachable and writable"
@@ -117,5 +117,5 @@ def test_postgresql_end_to_end(make_settings):
     with engine.connect() as connection:
         assert compare_metadata(MigrationContext.configure(connection), Base.metadata) == []
     with engine.begin() as connection:
-        connection.execute(text("DROP TABLE plans, alembic_version"))
+        connection.execute(text("DROP TABLE plan_jobs, studies, plans, alembic_version"))
     engine.dispose()

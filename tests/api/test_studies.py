@@ -257,3 +257,18 @@ def test_unknown_ids_and_invalid_specs(settings):
         rejected(bad, "axes.0")
         assert_problem(http.post("/v1/studies", json={"name": "x"}), 422)
         assert http.get("/v1/studies/missing").headers["content-type"] == "application/problem+json"
+
+
+def test_studies_are_listed_newest_first_in_pages(settings):
+    with serve_app(settings()) as (http, app):
+        ids = [http.post("/v1/studies", json=study([50], f"list-{i}")).json()["id"] for i in range(3)]
+        first = http.get("/v1/studies", params={"limit": 2}).json()
+        assert [s["id"] for s in first["items"]] == ids[::-1][:2]
+        assert (first["total"], first["limit"], first["offset"], first["next_offset"]) == (3, 2, 0, 2)
+        assert first["items"][0]["name"] == "list-2" and first["items"][0]["results"].endswith("/results")
+        second = http.get("/v1/studies", params={"limit": 2, "offset": first["next_offset"]}).json()
+        assert [s["id"] for s in second["items"]] == ids[:1] and second["next_offset"] is None
+        assert http.get("/v1/studies", params={"offset": 3}).json()["items"] == []
+        assert_problem(http.get("/v1/studies", params={"limit": 0}), 422, fields=["limit"])
+        assert_problem(http.get("/v1/studies", params={"limit": 101}), 422, fields=["limit"])
+        idle(app)

@@ -94,6 +94,16 @@ def serve(settings: Settings, access_log: bool = False) -> Iterator[httpx.Client
         yield client
 
 
+def wait_for(http, url: str, until, polls: int = 1200) -> dict:
+    """The record at ``url`` once ``until(record)`` holds (polled every 50 ms, at most ``polls`` times)."""
+    for _ in range(polls):
+        record = http.get(url).json()
+        if until(record):
+            return record
+        time.sleep(0.05)
+    raise AssertionError(f"{url} never got there: {record}")
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))

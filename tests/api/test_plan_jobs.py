@@ -12,7 +12,7 @@ import threading
 import time
 
 import pytest
-from apitest import assert_problem, serve, serve_app
+from apitest import assert_problem, serve, serve_app, wait_for
 from sqlalchemy import create_engine, text
 
 import planner.optimize
@@ -29,16 +29,6 @@ def small() -> dict:
     body = copy.deepcopy(CHAT_70B)
     body["constraints"]["devices"] = ["h100-sxm"]
     return body
-
-
-def wait_for(http, url: str, until, polls: int = 1200) -> dict:
-    """The job record once ``until(record)`` holds (polled every 50 ms, at most ``polls`` times)."""
-    for _ in range(polls):
-        record = http.get(url).json()
-        if until(record):
-            return record
-        time.sleep(0.05)
-    raise AssertionError(f"{url} never got there: {record}")
 
 
 def final(record: dict) -> bool:

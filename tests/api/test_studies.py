@@ -17,7 +17,7 @@ import threading
 
 import openpyxl
 import pytest
-from apitest import assert_problem, serve, serve_app
+from apitest import assert_problem, serve, serve_app, wait_for
 from sqlalchemy import create_engine, text
 
 import api.study_jobs
@@ -46,16 +46,6 @@ def settings(make_settings, tmp_path):
         return make_settings(study_dir=tmp_path / "studies", **overrides)
 
     return make
-
-
-def wait_for(http, url: str, until, polls: int = 1200) -> dict:
-    """The study record once ``until(record)`` holds (a condition, polled every 50 ms, at most ``polls`` times)."""
-    for _ in range(polls):
-        record = http.get(url).json()
-        if until(record):
-            return record
-        time.sleep(0.05)
-    raise AssertionError(f"{url} never got there: {record}")
 
 
 def final(record: dict) -> bool:

@@ -341,14 +341,33 @@ def _ms(value: float | None) -> str:
 
 
 def main() -> None:
-    """Console-script entry point; an error no command expected is still one line (exit 1), not a traceback."""
+    """Console-script entry point: a usage error (an unknown option, a value not among the choices) is one
+    line and exit 2; an error no command expected is still one line (exit 1), not a traceback."""
     try:
-        app()
+        code = app(standalone_mode=False)
     except Exception as exc:  # noqa: BLE001 - the last line of defence of "never a traceback"
-        try:
-            fail(f"internal error: {type(exc).__name__}: {exc}", code=1)
-        except typer.Exit as done:
-            sys.exit(done.exit_code)
+        if _kind(exc, "UsageError"):  # click's, or the copy typer vendors
+            ctx = getattr(exc, "ctx", None)
+            command = ctx.command_path if ctx is not None else "siliconmix"
+            code = _exit_code(lambda: fail(f"{exc.format_message()} (see {command} -h)"))
+        elif _kind(exc, "Abort"):
+            code = _exit_code(lambda: fail("interrupted", code=130))
+        else:
+            code = _exit_code(lambda: fail(f"internal error: {type(exc).__name__}: {exc}", code=1))
+    sys.exit(code if isinstance(code, int) else 0)
+
+
+def _kind(exc: BaseException, name: str) -> bool:
+    return any(cls.__name__ == name for cls in type(exc).__mro__)
+
+
+def _exit_code(report) -> int:
+    """Run ``report`` (which ends in ``fail``) and return the exit code it chose."""
+    try:
+        report()
+    except typer.Exit as done:
+        return done.exit_code
+    return 1
 
 
 # Commands that live in their own modules register themselves on `app` when imported (one line each).

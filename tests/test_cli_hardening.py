@@ -189,3 +189,18 @@ def test_no_traceback_through_the_console_script(tmp_path):
     proc = subprocess.run([sys.executable, "-c", code, "boom"], capture_output=True, text=True, timeout=120, cwd=ROOT)
     assert proc.returncode == 1 and "Traceback" not in proc.stderr
     assert proc.stderr.strip() == "error: internal error: ZeroDivisionError: division by zero"
+
+
+@pytest.mark.parametrize("args, fragment", [
+    (["plan", "examples/workloads/chat-70b.yaml", "--engine", "gurobi"], "'gurobi' is not one of"),
+    (["estimate", "--model", "llama-3.1-8b"], "Missing option '--device'"),
+    (["estimate", "--model", "llama-3.1-8b", "--device", "h100-sxm", "--bogus", "1"], "No such option: --bogus"),
+    (["nosuchcommand"], "No such command"),
+])
+def test_usage_errors_are_one_line_exit_2(args, fragment):
+    proc = subprocess.run([sys.executable, "-m", "planner", *args], capture_output=True, text=True, timeout=120,
+                          cwd=Path(__file__).resolve().parent.parent)
+    assert proc.returncode == 2
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and fragment in lines[0] and "-h" in lines[0], proc.stderr
+    assert "Traceback" not in proc.stderr and "╭" not in proc.stderr

@@ -199,13 +199,17 @@ class FitFile(Frozen):
 
 
 def _read_checked(model: type[M], path: Path) -> M:
-    raw = _read_yaml(path) or {}
+    return _validated(model, _read_yaml(path) or {}, f"{path}")
+
+
+def _validated(model: type[M], raw: Any, where: str) -> M:
+    """``raw`` validated strictly as ``model``; any error one CatalogError line starting with ``where``."""
     try:
         return _strict(model, raw)
     except ValidationError as exc:
-        raise CatalogError(f"{path}: {describe_errors(exc)}") from exc
+        raise CatalogError(f"{where}: {describe_errors(exc)}") from exc
     except CatalogError as exc:
-        raise CatalogError(f"{path}: {exc}") from exc
+        raise CatalogError(f"{where}: {exc}") from exc
 
 
 def load_families(root: Path | None = None) -> FamiliesFile:
@@ -290,12 +294,7 @@ def _strict(model: type[M], raw: Any) -> M:
 def _read_model_file(path: Path) -> ModelArch:
     raw = _read_yaml(path)
     entry = raw.get("id", "?") if isinstance(raw, dict) else "?"
-    try:
-        return _strict(ModelArch, raw)
-    except ValidationError as exc:
-        raise CatalogError(f"{path}: model {excerpt(entry)}: {describe_errors(exc)}") from exc
-    except CatalogError as exc:
-        raise CatalogError(f"{path}: model {excerpt(entry)}: {exc}") from exc
+    return _validated(ModelArch, raw, f"{path}: model {excerpt(entry)}")
 
 
 def _read_hardware_file(path: Path) -> list[Device]:

@@ -1,16 +1,20 @@
 """How much of a device's peak a kernel reaches: shared structural terms of the cost model.
 
-Each device family has peak efficiencies (``mfu`` for large GEMMs, ``mbu`` for large weight reads:
-catalog priors, then the fit in catalogs/calibration/). What every family shares:
+Each device family has peak efficiencies (``mfu`` for large bf16 GEMMs, ``mbu`` for large weight
+reads) and ratios to them, all fitted per family (catalogs/calibration/families.yaml holds the sourced
+priors; the fit is in catalogs/calibration/fit.yaml):
 
 - a GEMM of ``M`` token rows keeps the tensor cores busy only once ``M`` fills the instruction tile:
   ``MFU(M) = MFU_peak · s_c(dtype) · M / (M + M½)``, i.e. an ``M``-row GEMM costs the FLOPs of
   ``M + M½`` rows at full efficiency (tile quantisation). This is the compute side only: that small-M
-  GEMMs reach few FLOP/s because they are memory bound is the roofline's own ``max``;
+  GEMMs reach few FLOP/s because they are memory bound is the roofline's own ``max``.
+  ``s_c`` is the family's ``fp8_compute_scale`` / ``fp4_compute_scale`` (1 for bf16);
+- the routed experts' grouped GEMM runs at ``grouped_gemm_efficiency`` of that (per-expert tiles,
+  rows scattered by expert, fine-grained scales);
 - weight reads run at ``MBU_peak · s_r(dtype)``: 4-bit weights are unpacked and rescaled in the
   read path, and today's fp4 GEMV kernels reach about half the bandwidth of bf16/fp8 ones;
-- decode attention reads the KV cache at ``MBU · ATTENTION_READ_RATIO`` (paged gathers, a split-K
-  reduction, and only ``b · n_kv`` independent heads to spread over the chip).
+- decode attention reads the KV cache at ``MBU · attention_read_efficiency`` (paged gathers, a
+  split-K reduction, and only ``b · n_kv`` independent heads to spread over the chip).
 
 The small-kernel penalty on weight reads (a read of ``x`` bytes costs ``t0 + x / (η·B)``) is the
 per-layer launch floor of roofline.py (``L · a``), not a second efficiency curve here.
@@ -23,12 +27,8 @@ Sources (collected in the cost-model issue note, 2026-12):
   SRAM machines hold their weights stationary in the compute fabric and stream token vectors through
   it (Groq's 320×320 MXM takes one 320-vector per cycle; Cerebras cores run 8-wide FP16 SIMD on the
   wafer-resident weights), so they pad no tile: ``M½ = 0`` (silicon.py).
-- Compute scales: maximum achievable matmul FLOP/s (stas00/ml-engineering MAMF table): H100 fp8
-  0.71 vs bf16 0.80 of peak (0.89); B200 fp4 ≈ 0.40 vs bf16 0.78 (≈ 0.5).
 - Read scales: fp4 GEMV at 22–50 % of bandwidth (FlashInfer #1732, CUTLASS #2266, Helion #3046)
   against ≈ 70 % for bf16/fp8 (vLLM #20646: 74 % on B200 bf16) → ≈ 0.5.
-- Attention ratio: FlashAttention-3 decode ≈ 54 % of bandwidth against 69–74 % for GEMV
-  (FA3 issue #1572) and vLLM at long context on H800 (lmdeploy #1608): ≈ 0.7.
 """
 
 from __future__ import annotations
@@ -37,12 +37,8 @@ import numpy as np
 
 #: tokens per GEMM at which the achieved MFU is half its large-M value, per compute format.
 GEMM_HALF_TOKENS: dict[str, float] = {"bf16": 64.0, "fp8": 64.0, "int8": 64.0, "fp4": 128.0}
-#: large-GEMM efficiency of a compute format relative to bf16.
-COMPUTE_SCALE: dict[str, float] = {"bf16": 1.0, "fp8": 0.89, "int8": 0.89, "fp4": 0.5}
 #: weight-read efficiency of a weights format relative to bf16.
 READ_SCALE: dict[str, float] = {"bf16": 1.0, "fp16": 1.0, "fp8": 1.0, "int8": 1.0, "fp4": 0.5, "int4": 0.5}
-#: KV reads of decode attention relative to the weight-read efficiency.
-ATTENTION_READ_RATIO = 0.7
 
 
 def gemm_efficiency(tokens, peak, half_tokens):

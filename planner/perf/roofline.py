@@ -26,7 +26,7 @@ import numpy as np
 
 from planner.perf import comm
 from planner.perf.comm import ACTIVATION_BYTES
-from planner.perf.efficiency import ATTENTION_READ_RATIO, gemm_efficiency, kernel_times
+from planner.perf.efficiency import gemm_efficiency, kernel_times
 from planner.perf.moe import touched_experts
 from planner.perf.profile import ModelProfile
 from planner.perf.silicon import HardwareArrays
@@ -179,14 +179,14 @@ def _pass(model: ModelProfile, hw: HardwareArrays, devices, tokens, attention_fl
         expert_bytes = model.moe_layers * touched * share * model.expert_bytes / p
         expert_bytes = expert_bytes + moe_shuffle_bytes(model, t_dense)
         c_exp, m_exp = kernel_times(t * model.routed_flops_per_token * share * imbalance / p, hw.flops_s,
-                                    gemm_efficiency(rows, hw.mfu, hw.gemm_half_tokens),
+                                    gemm_efficiency(rows, hw.expert_mfu, hw.gemm_half_tokens),
                                     expert_bytes, hw.weights_bw_bytes_s, hw.mbu)
     else:
         c_exp = m_exp = np.zeros(1)
     # KV per chip (layer-split on a pipeline): one micro-batch crosses the S stages in turn
     kv_bytes = (kv_read_bytes + kv_write_bytes) * stages / g
     c_att, m_att = kernel_times(attention_flops / g / ep / p, hw.flops_s, hw.mfu, kv_bytes,
-                                kv_bandwidth(model, hw, n, kv_read_bytes), hw.kv_mbu * ATTENTION_READ_RATIO)
+                                kv_bandwidth(model, hw, n, kv_read_bytes), hw.kv_mbu)
     compute = c_dense + c_exp + c_att
     memory = m_dense + m_exp + m_att
     roof = np.maximum(c_dense, m_dense) + np.maximum(c_exp, m_exp) + np.maximum(c_att, m_att)

@@ -13,7 +13,7 @@ from dataclasses import dataclass, fields
 
 import numpy as np
 
-from planner.perf.efficiency import COMPUTE_SCALE, GEMM_HALF_TOKENS, READ_SCALE
+from planner.perf.efficiency import GEMM_HALF_TOKENS, READ_SCALE
 from planner.perf.memory import USABLE_MEMORY_FRACTION
 from planner.schema import Device
 from planner.units import gb_s_to_bytes_s, gb_to_bytes, tb_s_to_bytes_s, tflops_to_flops, us_to_s
@@ -45,6 +45,15 @@ def compute_dtype(device: Device, weights_dtype: str) -> str:
     )
 
 
+def compute_scale(device: Device, fmt: str) -> float:
+    """Large-GEMM efficiency of compute format ``fmt`` relative to bf16 on ``device`` (its family's term)."""
+    if fmt in ("fp8", "int8"):
+        return device.fp8_compute_scale
+    if fmt == "fp4":
+        return device.fp4_compute_scale
+    return 1.0
+
+
 @dataclass(frozen=True)
 class Silicon:
     """One device at one weights dtype, in bytes, FLOP/s, seconds and watts."""
@@ -69,7 +78,8 @@ class Silicon:
     dataflow: bool  # weights streamed from HBM through an on-chip pipeline (no TP collectives)
     mfu: float  # large-GEMM MFU at this compute format (family peak · format scale)
     mbu: float  # weight-read MBU at this weights format (family peak · format scale)
-    kv_mbu: float  # KV-read MBU (family peak; the KV format is 8 or 16 bits)
+    expert_mfu: float  # large grouped-GEMM MFU of the routed experts (mfu · grouped-GEMM efficiency)
+    kv_mbu: float  # decode attention's KV-read MBU (family peak · attention read efficiency)
     gemm_half_tokens: float
     layer_latency_s: float
     moe_layer_latency_s: float
@@ -99,9 +109,10 @@ class Silicon:
             sram=device.is_sram_machine,
             kv_spill=device.is_sram_machine and device.kv_tier != device.weights_tier,
             dataflow=device.kind == "dataflow" and not device.is_sram_machine,
-            mfu=device.mfu * COMPUTE_SCALE[fmt],
+            mfu=device.mfu * compute_scale(device, fmt),
             mbu=device.mbu * READ_SCALE[weights_dtype],
-            kv_mbu=device.mbu,
+            expert_mfu=device.mfu * compute_scale(device, fmt) * device.grouped_gemm_efficiency,
+            kv_mbu=device.mbu * device.attention_read_efficiency,
             # weight-stationary SRAM machines stream each token's vector through resident weights: no tile to pad
             gemm_half_tokens=0.0 if device.is_sram_machine else GEMM_HALF_TOKENS[fmt],
             layer_latency_s=us_to_s(device.layer_latency_us),

@@ -140,7 +140,9 @@ def test_silicon_converts_once_to_base_units(catalog):
     assert s.nic_bytes_s == pytest.approx(h100.scale_out.bandwidth_gb_s * 1e9)
     assert s.power_w == pytest.approx(h100.tdp_w + h100.node_overhead_w / h100.devices_per_node)
     assert s.replica_power_w(8) == pytest.approx(8 * s.power_w)
-    assert s.mfu == pytest.approx(h100.mfu * 0.89)  # fp8 GEMMs reach 0.89 of the bf16 efficiency
+    assert s.mfu == pytest.approx(h100.mfu * h100.fp8_compute_scale)  # fp8 GEMMs: the family's fp8 scale of bf16's
+    assert s.expert_mfu == pytest.approx(s.mfu * h100.grouped_gemm_efficiency)
+    assert s.kv_mbu == pytest.approx(h100.mbu * h100.attention_read_efficiency)
     assert s.collective_bytes_s == pytest.approx(450e9 * h100.collective_efficiency)
 
 

@@ -23,7 +23,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Callable
 
-from api.runner import PlanJob
+from api.runner import SOLVE_SHARE, PlanJob
 from api.store import NewPlan, PlanJobStore, PlanStore, new_id
 from api.study_jobs import first_line
 from planner.catalog import Catalog
@@ -34,9 +34,6 @@ from planner.solvers.cancel import CancelToken, SolveCancelled, cancellable
 
 log = logging.getLogger("siliconmix.api")
 STOPPED = "the server stopped before the plan finished"
-#: share of the job's time_limit_s each MILP solve may take (the tie-break stage takes 30% of that, the
-#: baseline at most 2 s): the first stage's plan is in before the whole job's limit passes
-SOLVE_SHARE = 0.6
 #: seconds DELETE waits for a running job to store what it has after its solve is interrupted
 CANCEL_WAIT_S = 30.0
 

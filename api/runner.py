@@ -6,12 +6,16 @@ solve) or a process pool (``SILICONMIX_PLAN_EXECUTOR=process``: true parallelism
 price of a spawned interpreter and catalog per worker). At most ``plan_queue_limit`` plans run or wait;
 one more is refused at once (503) rather than queued without bound. A plan on the thread pool stops when its
 token is cancelled (client gone, server stopping); one in a worker process is only abandoned.
+
+``time_limit_s`` caps the whole request, as it does a background job: each MILP gets ``SOLVE_SHARE`` of it, and
+a timer stops what still runs when it passes, answering with the best plan so far (status ``time_limit``).
 """
 
 from __future__ import annotations
 
 import asyncio
 import multiprocessing
+import threading
 from concurrent.futures import Executor, ProcessPoolExecutor, ThreadPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
@@ -19,8 +23,13 @@ from pathlib import Path
 
 from planner.catalog import load_catalog
 from planner.optimize import PlanOptions, plan_workload
-from planner.schema import Workload
-from planner.solvers.cancel import CancelToken, cancellable
+from planner.progress import Progress, observed
+from planner.schema import Plan, Workload
+from planner.solvers.cancel import CancelToken, SolveCancelled, cancellable
+
+#: share of a request's time_limit_s each MILP solve may take (the tie-break stage takes 30% of that, the
+#: baseline at most 2 s): the first stage's plan is in before the whole request's limit passes
+SOLVE_SHARE = 0.6
 
 
 @dataclass(frozen=True)
@@ -35,17 +44,48 @@ class PlanJob:
     catalog_dir: str | None = None
 
 
-def run_plan(job: PlanJob) -> str:
-    """Plan ``job`` and return the plan's JSON text (what the service answers and stores)."""
+class Expired(Exception):
+    """The request's time_limit_s passed before any plan was found."""
+
+
+def run_plan(job: PlanJob, token: CancelToken | None = None) -> str:
+    """Plan ``job`` within its ``time_limit_s`` and return the plan's JSON text (what the service answers and stores).
+
+    When the limit passes, the solve still running is stopped and the best plan so far is the answer, with
+    status ``time_limit``; ``Expired`` when there is none yet. ``token`` (thread pool only: a token does not
+    cross processes) also stops it, with ``SolveCancelled``.
+    """
     catalog = load_catalog(Path(job.catalog_dir) if job.catalog_dir else None)
-    options = PlanOptions(solver=job.solver, engine=job.engine, time_limit_s=job.time_limit_s, baseline=job.baseline)
-    return plan_workload(job.workload, catalog, options).model_dump_json()
+    options = PlanOptions(solver=job.solver, engine=job.engine, time_limit_s=SOLVE_SHARE * job.time_limit_s,
+                          baseline=job.baseline)
+    token = token or CancelToken()
+    expired = threading.Event()
+    best: list = [None]
 
+    def expire() -> None:
+        expired.set()
+        token.cancel()
 
-def run_cancellable(token: CancelToken, job: PlanJob) -> str:
-    """``run_plan`` whose solves obey ``token`` (thread pool only: a token does not cross processes)."""
-    with cancellable(token):
-        return run_plan(job)
+    def keep(progress: Progress) -> None:
+        if progress.best is not None:
+            best[0] = progress.best
+
+    timer = threading.Timer(job.time_limit_s, expire)
+    timer.daemon = True
+    timer.start()
+    try:
+        with cancellable(token), observed(keep):
+            plan: Plan = plan_workload(job.workload, catalog, options)
+    except SolveCancelled:
+        if not expired.is_set():
+            raise
+        if best[0] is None:
+            raise Expired(f"time_limit_s ({job.time_limit_s:g} s) passed before any plan was found; raise it, or "
+                          "solve in the background (Prefer: respond-async)") from None
+        plan = best[0]().model_copy(update={"status": "time_limit"})
+    finally:
+        timer.cancel()
+    return plan.model_dump_json()
 
 
 def _warm(catalog_dir: str | None) -> None:
@@ -83,7 +123,7 @@ class PlanRunner:
         try:
             if self.kind == "process":
                 return await asyncio.wrap_future(self._executor.submit(run_plan, job))
-            return await asyncio.wrap_future(self._executor.submit(run_cancellable, token, job))
+            return await asyncio.wrap_future(self._executor.submit(run_plan, job, token))
         except asyncio.CancelledError:  # the request's task was cancelled: so is its solve
             token.cancel()
             raise

@@ -13,12 +13,12 @@ from starlette.concurrency import run_in_threadpool
 
 from api import plan_jobs
 from api.deps import Services, get_catalog, get_plan_jobs, get_runner, get_store, services, strict_json
-from api.errors import BUSY, NOT_FOUND, UNAVAILABLE, VALIDATION, FieldError, ProblemError, field_errors, problem_docs, summary
+from api.errors import BUSY, NOT_FOUND, TIMEOUT, UNAVAILABLE, VALIDATION, FieldError, ProblemError, field_errors, problem_docs, summary
 from api.examples import PLAN_JOB_EXAMPLES, WORKLOAD_EXAMPLES
 from api.lifecycle import cancel_on_disconnect
 from api.models import PlanJobRecord, PlanPage, PlanRecord, PlanSummary, TaskGraph
 from api.plan_jobs import PlanJobs
-from api.runner import Busy, PlanJob, PlanRunner, PoolBroken
+from api.runner import Busy, Expired, PlanJob, PlanRunner, PoolBroken
 from api.settings import Settings, get_settings
 from api.store import NewPlan, PlanJobRow, PlanRow, PlanStore, as_utc, record_json
 from planner.catalog import Catalog, UnknownId
@@ -73,8 +73,8 @@ async def create_plan(
     engine: Annotated[Engine | None, Query(
         description="engine of the backend: ortools scip (default) | highs; pulp highs (default) | cbc")] = None,
     time_limit_s: Annotated[float | None, Query(
-        gt=0, description="synchronous: time limit per MILP solve; background job: cap on the whole job (each "
-                          "solve gets a share), seconds. Default SILICONMIX_DEFAULT_TIME_LIMIT_S, else the "
+        gt=0, description="cap on the whole request or background job (each MILP solve gets a share; when it "
+                          "passes, the best plan so far, status `time_limit`), seconds. Default SILICONMIX_DEFAULT_TIME_LIMIT_S, else the "
                           "planner's default; at most SILICONMIX_MAX_TIME_LIMIT_S")] = None,
     baseline: Annotated[bool | None, Query(
         description="also solve the best single-device-type fleet (default SILICONMIX_PLAN_BASELINE)")] = None,
@@ -111,6 +111,8 @@ async def create_plan(
                            else "the request was cancelled", type=UNAVAILABLE, headers={"Retry-After": "5"}) from exc
     except (Busy, PoolBroken) as exc:
         raise ProblemError(503, f"{exc}; retry later", type=BUSY, headers={"Retry-After": "2"}) from exc
+    except Expired as exc:
+        raise ProblemError(503, str(exc), type=TIMEOUT) from exc
     except ValidationError as exc:  # a model the planner derived from the workload: its fields, not its input
         errors = field_errors({**e, "loc": ("body", *e["loc"])} for e in exc.errors(include_url=False))
         raise ProblemError(422, summary(errors), type=VALIDATION, title="Invalid input", errors=errors) from exc

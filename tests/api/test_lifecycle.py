@@ -25,7 +25,7 @@ import api.runner
 from api.examples import CHAT_70B
 from api.main import create_app
 from planner.solvers import SolveOptions, get_backend
-from planner.solvers.cancel import SolveCancelled
+from planner.solvers.cancel import SolveCancelled, cancellable
 from tests.solvers.conftest import market_split
 
 ENDLESS = SolveOptions(time_limit_s=600, relative_gap=0.0)
@@ -34,10 +34,11 @@ ENDLESS = SolveOptions(time_limit_s=600, relative_gap=0.0)
 def test_a_plan_stops_when_its_client_disconnects(make_settings, monkeypatch):
     solving, outcome = threading.Event(), queue.Queue()
 
-    def endless_plan(job):
+    def endless_plan(job, token):
         solving.set()
         try:
-            get_backend("ortools").solve(market_split(), ENDLESS)
+            with cancellable(token):
+                get_backend("ortools").solve(market_split(), ENDLESS)
         except SolveCancelled as exc:
             outcome.put(exc)
             raise
@@ -69,11 +70,14 @@ import api.runner, api.study_jobs
 from api.main import create_app
 from api.settings import Settings
 from planner.solvers import SolveOptions, get_backend
+from planner.solvers.cancel import CancelToken, cancellable, current_token
 from tests.solvers.conftest import market_split
 
-def endless(*_args):
+def endless(*args):
     print("solving", flush=True)
-    get_backend(sys.argv[3]).solve(market_split(), SolveOptions(time_limit_s=600, relative_gap=0.0))
+    token = next((a for a in args if isinstance(a, CancelToken)), None) or current_token()  # plans get theirs passed
+    with cancellable(token):
+        get_backend(sys.argv[3]).solve(market_split(), SolveOptions(time_limit_s=600, relative_gap=0.0))
     print("ran to its end", flush=True)
 
 api.runner.run_plan = api.study_jobs.plan_workload = endless

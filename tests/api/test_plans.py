@@ -4,17 +4,20 @@ from __future__ import annotations
 
 import copy
 import json
+import time
 from pathlib import Path
 
 import yaml
-from apitest import serve
+from apitest import assert_problem, serve
 from sqlalchemy import create_engine, text
 
 from api.examples import CHAT_70B, UNREACHABLE_SLO
 from api.models import PlanPage, PlanRecord, TaskGraph
+import planner.optimize
 from planner.catalog import load_catalog
 from planner.optimize import PlanOptions, plan_workload
 from planner.schema import Workload
+from planner.solvers.cancel import current_token
 
 
 def infeasible(name: str) -> dict:
@@ -106,3 +109,34 @@ def test_example_workload_matches_the_examples_folder():
     example = Path(__file__).resolve().parents[2] / "examples" / "workloads" / "chat-70b.yaml"
     assert Workload.model_validate(CHAT_70B) == Workload.model_validate(yaml.safe_load(example.read_text()))
     assert load_catalog().model(CHAT_70B["model"])
+
+
+def hold_after_first_plan(monkeypatch) -> None:
+    """Hold the planner once its first stage has a plan (at the tie-break) until its solve's token is cancelled."""
+    report = planner.optimize.report
+
+    def holding(progress) -> None:
+        report(progress)
+        token = current_token()
+        if progress.stage == "tie_break" and token is not None:
+            for _ in range(6000):  # bounded: 60 s at most
+                if token.cancelled:
+                    return
+                time.sleep(0.01)
+
+    monkeypatch.setattr(planner.optimize, "report", holding)
+
+
+def test_a_synchronous_plan_stops_at_its_time_limit_with_the_best_plan_so_far(client, monkeypatch):
+    hold_after_first_plan(monkeypatch)
+    answer = client.post("/v1/plans", json=CHAT_70B, params={"time_limit_s": 2})
+    assert answer.status_code == 201
+    plan = answer.json()["plan"]
+    assert plan["status"] == "time_limit" and plan["pools"]  # the first stage's plan, not a failure
+    assert answer.json()["time_limit_s"] == 2
+
+
+def test_a_synchronous_plan_whose_time_limit_passes_before_any_plan_is_503_and_says_why(client):
+    answer = client.post("/v1/plans", json=CHAT_70B, params={"time_limit_s": 0.001})
+    assert_problem(answer, 503, kind="timeout")
+    assert "time_limit_s (0.001 s) passed before any plan was found" in answer.json()["detail"]

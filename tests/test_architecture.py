@@ -81,3 +81,20 @@ def test_every_caller_prices_through_the_cost_model_seam():
                 if (name.startswith("planner.perf") and name != "planner.perf.model") or name == "planner.perf":
                     offenders.append(f"{path.relative_to(PLANNER.parent)} imports {name}")
     assert not offenders, offenders
+
+
+def test_each_serving_strategy_lives_in_its_own_module():
+    """planner/strategies/ holds one module per strategy of the schema, each with the whole interface; the graph,
+    the candidate generator and the verifier go through the registry and name no strategy themselves."""
+    from planner.schema import STRATEGIES
+    from planner.strategies import REGISTRY
+
+    assert sorted(REGISTRY) == sorted(STRATEGIES)
+    for name, module in REGISTRY.items():
+        assert module.NAME == name and module.__name__ == f"planner.strategies.{name}"
+        for part in ("UNITS", "applies", "add_tasks", "price", "recheck"):
+            assert hasattr(module, part), f"{module.__name__} has no {part}"
+    for shared in ("graph.py", "candidates.py", "verify.py"):
+        source = (PLANNER / shared).read_text()
+        named = [s for s in STRATEGIES if f'"{s}"' in source]
+        assert not named, f"{shared} names {named}: that belongs in its strategy module"

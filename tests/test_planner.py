@@ -130,7 +130,7 @@ def test_verifier_catches_a_tampered_plan(catalog, base_plan):
     bigger = pool.model_copy(update={"devices_by_type": {k: v * 100 for k, v in pool.devices_by_type.items()}})
     tampered = base_plan.model_copy(update={"pools": (bigger,) + base_plan.pools[1:]})
     result = verify_plan(tampered, catalog)
-    assert not result.ok and not result.checks["power"]
+    assert not result.ok and not result.checks["devices"]  # the shape (tp × replicas) says otherwise
     slow = pool.model_copy(update={"tpot_ms": 10_000.0, "ttft_ms": 10_000.0})
     result = verify_plan(base_plan.model_copy(update={"pools": (slow,) + base_plan.pools[1:]}), catalog)
     assert not result.checks["slo"]

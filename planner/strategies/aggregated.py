@@ -1,0 +1,98 @@
+"""Aggregated serving: one pool runs both phases, each decode step carrying a chunk of new prompts.
+
+Task: one node (prefill + decode work) on unit ``aggregated``. Pricing: in steady state a step over ``b``
+sequences carries ``b · isl·(1−hit)/osl`` prefill tokens (the TPOT every user sees); a new prompt's
+chunks ride on ``⌈new / chunk⌉`` steps (its service time, queued M/D/1 for TTFT).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from planner.perf.model import chunked_prefill_tokens_per_step, paged_kv_tokens
+from planner.queueing import max_utilization, md1_wait_s
+from planner.schema import Pool, RequestClass
+from planner.strategies.base import (
+    Candidate,
+    Checking,
+    Pricing,
+    Recheck,
+    add_task,
+    best,
+    close,
+    decode_fits,
+    mean_context,
+    money,
+    prompt_tokens,
+    within,
+)
+from planner.units import ms_to_s, s_to_ms
+
+NAME = "aggregated"
+UNITS = ("aggregated",)
+
+
+def applies(model) -> bool:
+    return True
+
+
+def add_tasks(graph, rc: RequestClass, model, draft, spec) -> None:
+    new, cached = prompt_tokens(rc)
+    add_task(graph, rc, NAME, "aggregated", "aggregated", prefill_tokens=new, cached_tokens=cached,
+             decode_tokens=rc.output_tokens)
+
+
+def price(unit: str, ctx: Pricing, rc: RequestClass) -> list[Candidate]:
+    model, costs, options = ctx.model, ctx.costs, ctx.options
+    new, _ = prompt_tokens(rc)
+    b = np.asarray(options.batches, dtype=float)
+    chunk = float(min(options.chunk_tokens, new))
+    q = chunked_prefill_tokens_per_step(b, rc.input_tokens, rc.output_tokens, rc.prefix_cache_hit)
+    out = []
+    for s in ctx.silicon:
+        for n in s.device_counts(model.weights_bytes, options.max_tp):
+            step = costs.decode(model, s, n, b, mean_context(rc), prefill_tokens=q).total_s.reshape(-1)
+            chunk_step = costs.decode(model, s, n, b, mean_context(rc), prefill_tokens=chunk).total_s.reshape(-1)
+            service = math.ceil(new / chunk) * chunk_step  # the prompt's chunks ride on that many steps
+            rho = max_utilization(ms_to_s(rc.slo.ttft_ms), service)
+            per_seq = model.kv_bytes(paged_kv_tokens(rc.input_tokens, rc.output_tokens)) * costs.kv_share(model, s, n).reshape(-1)
+            fits = (b * per_seq <= s.kv_room_bytes(model.weights_bytes / n)) & (q <= options.chunk_tokens)
+            capacity = b / (step * rc.output_tokens)
+            ok = fits & (step <= ms_to_s(rc.slo.tpot_ms)) & (rho > 0)
+            i = best(ok, rho * capacity)
+            if i is None:
+                continue
+            ttft = md1_wait_s(rho[i], service[i]) + service[i]
+            if i + 1 < len(b) and fits[i + 1]:
+                limited = "slo.tpot_ms" if step[i + 1] > ms_to_s(rc.slo.tpot_ms) else "slo.ttft_ms"
+            else:
+                limited = "memory"
+            out.append(Candidate(
+                class_name=rc.name, strategy=NAME, role="aggregated", device=s.id, tp=n, batch=int(b[i]),
+                **money([(s, n)]), capacity_rps=float(capacity[i]), utilization_cap=float(rho[i]),
+                ttft_ms=s_to_ms(float(ttft)), tpot_ms=s_to_ms(float(step[i])),
+                limited_by=limited, extra={"service_s": float(service[i]), "transfer_s": 0.0},
+            ))
+    return out
+
+
+def recheck(pool: Pool, rc: RequestClass, check: Checking) -> Recheck:
+    """TPOT of the steady-state step, TTFT of the chunked prompt at the pool's utilisation, memory, req/s per replica."""
+    model, costs = check.model, check.costs
+    s = costs.silicon(pool.device, check.workload.dtype)
+    n, b = pool.tp, pool.batch
+    new, _ = prompt_tokens(rc)
+    q = float(chunked_prefill_tokens_per_step(b, rc.input_tokens, rc.output_tokens, rc.prefix_cache_hit))
+    tpot = float(costs.decode(model, s, n, b, mean_context(rc), prefill_tokens=q).total_s.reshape(-1)[0])
+    chunk = float(min(check.options.chunk_tokens, new))
+    chunk_step = float(costs.decode(model, s, n, b, mean_context(rc), prefill_tokens=chunk).total_s.reshape(-1)[0])
+    service = math.ceil(new / chunk) * chunk_step
+    ttft = float(md1_wait_s(min(pool.utilization, pool.utilization_cap), service)) + service
+    latency_ok = (within(tpot, rc.slo.tpot_ms) and close(s_to_ms(tpot), pool.tpot_ms)
+                  and within(ttft, rc.slo.ttft_ms) and close(s_to_ms(ttft), pool.ttft_ms))
+    return Recheck(latency_ok, decode_fits(model, costs, s, n, b, rc), b / (tpot * rc.output_tokens),
+                   f"aggregated on {pool.device}: recomputed TPOT {s_to_ms(tpot):.2f} ms / TTFT {s_to_ms(ttft):.1f} ms "
+                   f"vs plan {pool.tpot_ms} / {pool.ttft_ms} ms")
+

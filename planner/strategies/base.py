@@ -1,0 +1,258 @@
+"""What every serving strategy shares: the candidate type, the pricing context, task nodes, and the
+prefill pool (priced and re-checked the same way whatever decode side it feeds).
+
+A strategy module (aggregated.py, pd_disagg.py, spec_decode.py, af_disagg.py) owns three things:
+``add_tasks`` (its task shape in the graph), ``price`` (SLO-feasible candidates of each of its pool
+units, through the ``CostModel``) and ``recheck`` (an independent recomputation of one of its pools
+from the catalog and the cost model, for ``verify``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import networkx as nx
+import numpy as np
+
+from planner.perf.model import CostModel, ModelProfile, Silicon, paged_kv_tokens, transfer_s
+from planner.queueing import max_utilization, md1_wait_s
+from planner.schema import Pool, RequestClass, Workload
+from planner.units import ms_to_s, s_to_ms
+
+#: token ids crossing between draft and verifier, bytes per token.
+TOKEN_ID_BYTES = 4.0
+#: relative tolerance of a re-check against the plan's own figures.
+REL_TOL = 1e-6
+
+
+#: decode batches tried: powers of two and steps of about 1.5x between them, 1 .. 2048 sequences
+BATCH_GRID: tuple[int, ...] = tuple(sorted({2**i for i in range(12)} | {3 * 2**i for i in range(10)}))
+
+
+@dataclass(frozen=True)
+class CandidateOptions:
+    """Search space of the candidate generator."""
+
+    batches: tuple[int, ...] = BATCH_GRID  # 1 .. 2048 sequences
+    prefill_batches: tuple[int, ...] = (1, 2, 4, 8, 16)  # prompts prefilled together
+    max_tp: int = 64
+    chunk_tokens: int = 2048  # chunked-prefill token budget per step in aggregated replicas
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One replica configuration for one pool unit of one (class, strategy)."""
+
+    class_name: str
+    strategy: str
+    role: str  # aggregated | prefill | decode
+    device: str
+    tp: int
+    batch: int
+    devices_by_type: dict[str, int]
+    power_w: float  # IT power of one replica: TDP plus its share of node overhead
+    cost_usd_per_hour: float
+    capex_usd: float
+    capacity_rps: float  # requests/s one replica completes at full utilisation
+    utilization_cap: float
+    ttft_ms: float | None
+    tpot_ms: float | None
+    limited_by: str
+    partner_device: str | None = None
+    partner_tp: int | None = None
+    partner_role: str | None = None
+    extra: dict = field(default_factory=dict, compare=False)
+
+    @property
+    def key(self) -> str:
+        partner = f"+{self.partner_role}:{self.partner_device}x{self.partner_tp}" if self.partner_device else ""
+        return f"{self.class_name}/{self.strategy}/{self.role}/{self.device}x{self.tp}{partner}"
+
+    @property
+    def devices(self) -> int:
+        return sum(self.devices_by_type.values())
+
+    @property
+    def effective_rps(self) -> float:
+        """Capacity the MILP may use: ``utilization_cap · capacity``."""
+        return self.utilization_cap * self.capacity_rps
+
+
+@dataclass(frozen=True)
+class Pricing:
+    """What a strategy prices its candidates with: the workload, its model (and draft) at the plan's dtype,
+    the allowed silicon, the task graph, the search space and the cost model."""
+
+    workload: Workload
+    model: ModelProfile
+    draft: ModelProfile | None
+    silicon: list[Silicon]
+    graph: nx.DiGraph
+    options: CandidateOptions
+    costs: CostModel
+
+
+@dataclass(frozen=True)
+class Checking:
+    """What a re-check recomputes with: the plan's workload, its model (and draft) profiles, the search space
+    the candidates were priced in, and the cost model (verify builds it from the catalog)."""
+
+    workload: Workload
+    model: ModelProfile
+    draft: ModelProfile | None
+    options: CandidateOptions
+    costs: CostModel
+
+
+@dataclass(frozen=True)
+class Recheck:
+    """One pool recomputed: latency within the SLO and equal to the plan's, batch fits, requests/s per replica."""
+
+    latency_ok: bool
+    memory_ok: bool
+    replica_rps: float
+    note: str
+
+
+# ------------------------------------------------------------------------------------------ tasks
+def node_id(class_name: str, strategy: str, task: str) -> str:
+    return f"{class_name}/{strategy}/{task}"
+
+
+def add_task(graph: nx.DiGraph, rc: RequestClass, strategy: str, task: str, unit: str, **work) -> str:
+    """Add one task node of ``rc`` under ``strategy``, run by pool unit ``unit``, with the work one request brings."""
+    name = node_id(rc.name, strategy, task)
+    graph.add_node(name, **{"class": rc.name, "strategy": strategy, "task": task, "unit": unit,
+                            "rate_rps": rc.rate_rps, **work})
+    return name
+
+
+def prompt_tokens(rc: RequestClass) -> tuple[float, float]:
+    """``(new, cached)`` prompt tokens of one request: the prefix-cache hit is read, not recomputed."""
+    cached = rc.input_tokens * rc.prefix_cache_hit
+    return rc.input_tokens - cached, cached
+
+
+def add_prefill_task(graph: nx.DiGraph, rc: RequestClass, strategy: str) -> str:
+    new, cached = prompt_tokens(rc)
+    return add_task(graph, rc, strategy, "prefill", "prefill", prefill_tokens=new, cached_tokens=cached, decode_tokens=0)
+
+
+def add_kv_edge(graph: nx.DiGraph, source: str, target: str, kv_bytes: float) -> None:
+    """The prompt's KV cache moving from the prefill pool to a decode pool, once per request, over scale-out."""
+    graph.add_edge(source, target, kind="kv_cache", bytes_per_request=float(kv_bytes), transfers_per_request=1.0,
+                   link="scale_out")
+
+
+def edge_bytes(graph: nx.DiGraph, class_name: str, strategy: str, source: str, target: str) -> float:
+    """Bytes one request moves along an edge (0 when the edge does not exist)."""
+    u, v = node_id(class_name, strategy, source), node_id(class_name, strategy, target)
+    return graph.edges[u, v]["bytes_per_request"] if graph.has_edge(u, v) else 0.0
+
+
+# ---------------------------------------------------------------------------------------- pricing
+def money(parts: list[tuple[Silicon, int]]) -> dict:
+    """Devices, IT power, $/h and capex of one replica made of ``parts`` (silicon, count)."""
+    return {
+        "devices_by_type": {s.id: n for s, n in parts},
+        "power_w": sum(s.replica_power_w(n) for s, n in parts),
+        "cost_usd_per_hour": sum(n * s.device.price_usd_per_hour for s, n in parts),
+        "capex_usd": sum(n * s.device.price_usd for s, n in parts),
+    }
+
+
+def best(mask: np.ndarray, score: np.ndarray) -> int | None:
+    """Index of the largest score where mask holds, or None."""
+    if not np.any(mask):
+        return None
+    return int(np.argmax(np.where(mask, score, -np.inf)))
+
+
+def mean_context(rc: RequestClass) -> float:
+    """Mean context a decode step attends over a request's life: ``isl + osl/2`` tokens."""
+    return rc.input_tokens + rc.output_tokens / 2.0
+
+
+def decode_choice(rc: RequestClass, tpot, fits, batch, network_rps):
+    """Best batch for a decode unit: TPOT within SLO, fits; capacity = b / (TPOT · osl)."""
+    slo_s = ms_to_s(rc.slo.tpot_ms)
+    capacity = np.minimum(batch / (tpot * rc.output_tokens), network_rps)
+    i = best(fits & (tpot <= slo_s), capacity)
+    if i is None:
+        return None
+    larger_fits = i + 1 < len(batch) and fits[i + 1]
+    limited = "network" if capacity[i] >= network_rps else ("slo.tpot_ms" if larger_fits else "memory")
+    return i, float(capacity[i]), limited
+
+
+def kv_out_bytes(ctx: Pricing, rc: RequestClass, strategy: str) -> float:
+    """KV bytes one request's prefill hands to the decode side of ``strategy``."""
+    target = {"pd_disagg": "decode", "spec_decode": "verify", "af_disagg": "attention"}[strategy]
+    return edge_bytes(ctx.graph, rc.name, strategy, "prefill", target)
+
+
+def price_prefill(ctx: Pricing, rc: RequestClass, strategy: str) -> list[Candidate]:
+    """Prefill replicas: ``m`` prompts at a time; TTFT = M/D/1 wait + service + KV hand-off within the SLO."""
+    model, costs = ctx.model, ctx.costs
+    new, cached = prompt_tokens(rc)
+    kv_out = kv_out_bytes(ctx, rc, strategy)
+    slo_s = ms_to_s(rc.slo.ttft_ms)
+    m = np.asarray(ctx.options.prefill_batches, dtype=float)
+    out = []
+    for s in ctx.silicon:
+        for n in s.device_counts(model.weights_bytes, ctx.options.max_tp):
+            service = costs.prefill(model, s, n, new, cached, prompts=m).total_s.reshape(-1)
+            kv_per_device = m * model.kv_bytes(rc.input_tokens) * costs.kv_share(model, s, n).reshape(-1)
+            fits = kv_per_device <= s.kv_room_bytes(model.weights_bytes / n)
+            move = float(transfer_s(kv_out, n * s.nic_bytes_s, s.nic_latency_s)) if kv_out else 0.0
+            rho = max_utilization(slo_s, service, move)
+            network_rps = n * s.nic_bytes_s / kv_out if kv_out else np.inf
+            capacity = np.minimum(m / service, network_rps)
+            i = best(fits & (rho > 0), rho * capacity)
+            if i is None:
+                continue
+            ttft = md1_wait_s(rho[i], service[i]) + service[i] + move
+            out.append(Candidate(
+                class_name=rc.name, strategy=strategy, role="prefill", device=s.id, tp=n, batch=int(m[i]),
+                **money([(s, n)]), capacity_rps=float(capacity[i]), utilization_cap=float(rho[i]),
+                ttft_ms=s_to_ms(float(ttft)), tpot_ms=None,
+                limited_by="network" if capacity[i] >= network_rps else "slo.ttft_ms",
+                extra={"service_s": float(service[i]), "transfer_s": move},
+            ))
+    return out
+
+
+# --------------------------------------------------------------------------------------- re-checks
+def close(recomputed: float, reported: float | None) -> bool:
+    """The plan reports what the cost model recomputes (relative tolerance ``REL_TOL``)."""
+    return reported is not None and abs(recomputed - reported) <= REL_TOL * max(1.0, abs(reported))
+
+
+def within(value_s: float, slo_ms: float) -> bool:
+    return value_s <= ms_to_s(slo_ms) * (1 + REL_TOL)
+
+
+def recheck_prefill(pool: Pool, rc: RequestClass, check: Checking) -> Recheck:
+    """A prefill pool: TTFT at its planned utilisation (wait + service + KV hand-off), memory, prompts/s per replica."""
+    model, costs = check.model, check.costs
+    silicon = costs.silicon(pool.device, check.workload.dtype)
+    n, m = pool.tp, pool.batch
+    new, cached = prompt_tokens(rc)
+    service = float(costs.prefill(model, silicon, n, new, cached, prompts=m).total_s.reshape(-1)[0])
+    kv = float(model.kv_bytes(rc.input_tokens))
+    move = float(transfer_s(kv, n * silicon.nic_bytes_s, silicon.nic_latency_s))
+    # at the planned utilisation, as the plan reports it (a solver's 1e-7 overshoot of the cap is the demand check's)
+    ttft = float(md1_wait_s(min(pool.utilization, pool.utilization_cap), service)) + service + move
+    share = float(costs.kv_share(model, silicon, n).reshape(-1)[0])
+    fits = model.weights_bytes / n <= silicon.usable_weights_bytes and m * kv * share <= silicon.kv_room_bytes(model.weights_bytes / n)
+    return Recheck(within(ttft, rc.slo.ttft_ms) and close(s_to_ms(ttft), pool.ttft_ms), fits, m / service,
+                   f"prefill on {pool.device}: recomputed TTFT {s_to_ms(ttft):.1f} ms vs plan {pool.ttft_ms} ms")
+
+
+def decode_fits(model: ModelProfile, costs: CostModel, silicon: Silicon, n: int, batch: int, rc: RequestClass,
+                extra_weights_per_device: float = 0.0) -> bool:
+    """The weights and ``batch`` sequences' paged KV fit on ``n`` devices."""
+    live_kv = float(model.kv_bytes(paged_kv_tokens(rc.input_tokens, rc.output_tokens)))
+    share = float(costs.kv_share(model, silicon, n).reshape(-1)[0])
+    room = silicon.kv_room_bytes(model.weights_bytes / n, extra_weights_per_device)
+    return model.weights_bytes / n <= silicon.usable_weights_bytes and batch * live_kv * share <= room

@@ -1,0 +1,149 @@
+"""Speculative decoding: a draft model proposes ``k`` tokens, the target verifies them in one step.
+
+Tasks: prefill, then verify and draft on one decode unit (the draft on the target's own devices, or on
+its own silicon with token ids crossing the network each round). Pricing: a round costs
+``k·t_draft + t_verify + t_rtt`` and yields ``E[tokens per round]`` (spec.py); TPOT is their ratio.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from planner.perf.model import expected_tokens_per_round, paged_kv_tokens, transfer_s
+from planner.queueing import DECODE_UTILIZATION
+from planner.schema import Pool, RequestClass
+from planner.strategies.base import (
+    TOKEN_ID_BYTES,
+    Candidate,
+    Checking,
+    Pricing,
+    Recheck,
+    add_kv_edge,
+    add_prefill_task,
+    add_task,
+    close,
+    decode_choice,
+    edge_bytes,
+    mean_context,
+    money,
+    price_prefill,
+    recheck_prefill,
+    within,
+)
+from planner.units import s_to_ms
+
+NAME = "spec_decode"
+UNITS = ("decode", "prefill")
+
+
+def applies(model) -> bool:
+    return True
+
+
+def add_tasks(graph, rc: RequestClass, model, draft, spec) -> None:
+    prefill = add_prefill_task(graph, rc, NAME)
+    rounds = rc.output_tokens / float(expected_tokens_per_round(spec.acceptance_rate, spec.draft_tokens))
+    verify = add_task(graph, rc, NAME, "verify", "decode", prefill_tokens=0, cached_tokens=0,
+                      decode_tokens=rc.output_tokens, rounds=rounds)
+    drafter = add_task(graph, rc, NAME, "draft", "decode", prefill_tokens=0, cached_tokens=0,
+                       decode_tokens=rounds * spec.draft_tokens, rounds=rounds)
+    add_kv_edge(graph, prefill, verify, model.kv_bytes(rc.input_tokens))
+    add_kv_edge(graph, prefill, drafter, draft.kv_bytes(rc.input_tokens))
+    graph.add_edge(drafter, verify, kind="draft_tokens", bytes_per_request=rounds * spec.draft_tokens * TOKEN_ID_BYTES,
+                   transfers_per_request=rounds, link="scale_out")
+    graph.add_edge(verify, drafter, kind="accepted_tokens", bytes_per_request=rc.output_tokens * TOKEN_ID_BYTES,
+                   transfers_per_request=rounds, link="scale_out")
+
+
+def round_trip_s(batch, k: int, target, n: int, drafter, nd: int):
+    """Token ids of a round's ``b·k`` drafts there and the verdicts back, on the slower side's NICs."""
+    link = min(n * target.nic_bytes_s, nd * drafter.nic_bytes_s)
+    return 2.0 * transfer_s(np.asarray(batch, dtype=float) * k * TOKEN_ID_BYTES, link,
+                            max(target.nic_latency_s, drafter.nic_latency_s))
+
+
+def price(unit: str, ctx: Pricing, rc: RequestClass) -> list[Candidate]:
+    if unit == "prefill":
+        return price_prefill(ctx, rc, NAME)
+    model, draft, costs, options = ctx.model, ctx.draft, ctx.costs, ctx.options
+    spec = ctx.workload.spec_decode
+    k, alpha = spec.draft_tokens, spec.acceptance_rate
+    tokens_per_round = float(costs.expected_tokens_per_round(alpha, k))
+    b = np.asarray(options.batches, dtype=float)
+    c = mean_context(rc)
+    live = paged_kv_tokens(rc.input_tokens, rc.output_tokens)
+    kv_in = edge_bytes(ctx.graph, rc.name, NAME, "prefill", "verify")
+    # a draft on other silicon runs on the fewest devices that hold it; its step does not depend on the target
+    remote = {}
+    for d in ctx.silicon:
+        counts = d.device_counts(draft.weights_bytes, options.max_tp)
+        if counts:
+            nd = counts[0]
+            step = costs.decode(draft, d, nd, b, c).total_s.reshape(-1)
+            kv = b * draft.kv_bytes(live) * costs.kv_share(draft, d, nd).reshape(-1)
+            remote[d.id] = (d, nd, step, kv <= d.kv_room_bytes(draft.weights_bytes / nd))
+    out = []
+    for v in ctx.silicon:
+        for n in v.device_counts(model.weights_bytes, options.max_tp):
+            verify = costs.decode(model, v, n, b, c, prefill_tokens=b * k).total_s.reshape(-1)
+            target_kv = b * model.kv_bytes(live) * costs.kv_share(model, v, n).reshape(-1)
+            network_rps = n * v.nic_bytes_s / kv_in if kv_in else np.inf
+            # draft on the target's own devices
+            local_step = costs.decode(draft, v, n, b, c).total_s.reshape(-1)
+            local_kv = b * draft.kv_bytes(live) * costs.kv_share(draft, v, n).reshape(-1)
+            layouts = [(None, n, local_step, target_kv + local_kv <= v.kv_room_bytes(model.weights_bytes / n, draft.weights_bytes / n), 0.0)]
+            target_fits = target_kv <= v.kv_room_bytes(model.weights_bytes / n)
+            for d_id, (d, nd, step, draft_fits) in remote.items():
+                if d_id == v.id:
+                    continue
+                layouts.append((d, nd, step, target_fits & draft_fits, round_trip_s(b, k, v, n, d, nd)))
+            for d, nd, step, fits, rtt in layouts:
+                round_s = costs.spec_round_s(step, k, verify, rtt)
+                tpot = costs.spec_tpot_s(step, verify, k, alpha, rtt)
+                choice = decode_choice(rc, tpot, fits, b, network_rps)
+                if choice is None:
+                    continue
+                i, capacity, limited = choice
+                parts = [(v, n)] if d is None else [(v, n), (d, nd)]
+                out.append(Candidate(
+                    class_name=rc.name, strategy=NAME, role="decode", device=v.id, tp=n, batch=int(b[i]),
+                    **money(parts), capacity_rps=capacity, utilization_cap=DECODE_UTILIZATION,
+                    ttft_ms=None, tpot_ms=s_to_ms(float(tpot[i])), limited_by=limited,
+                    partner_device=None if d is None else d.id, partner_tp=None if d is None else nd,
+                    partner_role=None if d is None else "draft",
+                    extra={"tokens_per_round": tokens_per_round, "round_ms": s_to_ms(float(round_s[i]))},
+                ))
+    return out
+
+
+def recheck(pool: Pool, rc: RequestClass, check: Checking) -> Recheck:
+    """A verify+draft pool: the round's TPOT from both models' steps, memory of target (and local draft) KV."""
+    if pool.role == "prefill":
+        return recheck_prefill(pool, rc, check)
+    model, draft, costs = check.model, check.draft, check.costs
+    spec = check.workload.spec_decode
+    k, alpha = spec.draft_tokens, spec.acceptance_rate
+    v = costs.silicon(pool.device, check.workload.dtype)
+    n, b, c = pool.tp, pool.batch, mean_context(rc)
+    live = paged_kv_tokens(rc.input_tokens, rc.output_tokens)
+    verify = float(costs.decode(model, v, n, b, c, prefill_tokens=b * k).total_s.reshape(-1)[0])
+    target_kv = b * float(model.kv_bytes(live)) * float(costs.kv_share(model, v, n).reshape(-1)[0])
+    weights_fit = model.weights_bytes / n <= v.usable_weights_bytes
+    if pool.partner_device is None:  # draft on the target's devices
+        step = float(costs.decode(draft, v, n, b, c).total_s.reshape(-1)[0])
+        draft_kv = b * float(draft.kv_bytes(live)) * float(costs.kv_share(draft, v, n).reshape(-1)[0])
+        fits = weights_fit and target_kv + draft_kv <= v.kv_room_bytes(model.weights_bytes / n, draft.weights_bytes / n)
+        rtt = 0.0
+    else:
+        d, nd = costs.silicon(pool.partner_device, check.workload.dtype), pool.partner_tp
+        step = float(costs.decode(draft, d, nd, b, c).total_s.reshape(-1)[0])
+        draft_kv = b * float(draft.kv_bytes(live)) * float(costs.kv_share(draft, d, nd).reshape(-1)[0])
+        fits = (weights_fit and target_kv <= v.kv_room_bytes(model.weights_bytes / n)
+                and draft.weights_bytes / nd <= d.usable_weights_bytes
+                and draft_kv <= d.kv_room_bytes(draft.weights_bytes / nd))
+        rtt = float(round_trip_s(b, k, v, n, d, nd))
+    tpot = float(costs.spec_tpot_s(step, verify, k, alpha, rtt))
+    return Recheck(within(tpot, rc.slo.tpot_ms) and close(s_to_ms(tpot), pool.tpot_ms), bool(fits),
+                   b / (tpot * rc.output_tokens),
+                   f"spec_decode on {pool.device} (draft {pool.partner_device or 'local'}): recomputed TPOT "
+                   f"{s_to_ms(tpot):.2f} ms vs plan {pool.tpot_ms} ms")

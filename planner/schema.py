@@ -288,6 +288,8 @@ class Constraints(Frozen):
     inventory: dict[Id, Annotated[int, Field(ge=0, le=MAX_INVENTORY)]] = Field(default_factory=dict,
                                                                              max_length=MAX_DEVICES)
     cost_budget_usd_per_hour: Annotated[float, Field(gt=0, le=MAX_COST_BUDGET_USD_PER_HOUR)] | None = None
+    #: at most this many device types in the fleet (what procurement can buy and operate); None: no limit
+    max_device_types: Annotated[int, Field(ge=1, le=MAX_DEVICES)] | None = None
 
     @model_validator(mode="after")
     def _distinct_devices(self) -> Constraints:
@@ -413,7 +415,8 @@ class Out(BaseModel):
 
 
 class SolveSettings(Out):
-    """The solve options a plan was made with (planner.optimize.PlanOptions as given)."""
+    """The solve options a plan was made with (planner.optimize.PlanOptions as given; over REST, `time_limit_s` is
+    the request's cap on the whole plan, of which each MILP solve got a share)."""
 
     solver: str
     engine: str | None

@@ -39,7 +39,7 @@ SENSES: dict[str, Sense] = {
     "cost_usd_per_hour": "min", "capex_usd": "min", "devices": "min", "usd_per_million_tokens": "min",
 }
 Metric = Literal[tuple(SENSES)]  # type: ignore[valid-type]
-CONSTRAINT_PARAMS = ("power_budget_kw", "pue", "devices", "inventory", "cost_budget_usd_per_hour")
+CONSTRAINT_PARAMS = ("power_budget_kw", "pue", "devices", "inventory", "cost_budget_usd_per_hour", "max_device_types")
 CLASS_PARAMS = ("slo.ttft_ms", "slo.tpot_ms", "rate_rps", "rate_scale", "input_tokens", "output_tokens", "prefix_cache_hit")
 
 
@@ -115,6 +115,7 @@ class StudyOptions(Frozen):
     solver: Literal["ortools", "pulp"] = "ortools"
     engine: str | None = None
     time_limit_s: Annotated[float, Field(gt=0)] = 30.0
+    relative_gap: Annotated[float, Field(ge=0, lt=1)] = 1e-4
     baseline: bool = False
 
 

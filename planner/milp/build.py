@@ -15,6 +15,9 @@ in units of rate_k; λ ≥ 0 the uniform goodput scale.
     (4) inventory    Σ_c N_{c,d} · n_c ≤ inventory_d                      ∀ d with an inventory
     (5) cost         Σ_c $_c · n_c ≤ budget_$/h                           (when a cost budget is set)
     (6) scale        λ = 1 for min_cost and min_power
+    (7) types        n_c ≤ U_c · y_d  ∀ c, d ∈ c;  Σ_d y_d ≤ max_device_types   (y_d ∈ {0,1}, when set)
+
+U_c bounds n_c: the replicas of c the power budget (and the inventory of its device types) could hold.
 
 Objectives: max λ (then a second solve: min power with λ ≥ λ*); min Σ $_c n_c; min PUE Σ P_c n_c.
 
@@ -64,6 +67,7 @@ def build_model(workload: Workload, units: dict[tuple[str, str], list[str]], can
     add_inventory(b, workload, candidates, n, options)
     add_cost(b, workload, candidates, n, options)
     add_scale(b, scale, options)
+    add_device_types(b, workload, candidates, n)
     return b.build()
 
 
@@ -132,6 +136,29 @@ def add_cost(b: ModelBuilder, workload: Workload, candidates: list[Candidate], n
         (slack,) = b.add_block("slack_cost", ["usd_per_hour"], objective=[ELASTIC_PENALTY["cost"]])
         cols, vals = cols + [slack], vals + [-1.0]
     b.add_row("cost", cols, vals, hi=budget)
+
+
+def replica_bound(workload: Workload, c: Candidate) -> float:
+    """U_c: the most replicas of ``c`` the power budget holds, and the inventory of each of its device types."""
+    cons = workload.constraints
+    most = np.floor(cons.power_budget_kw * WATTS_PER_KW / (cons.pue * c.power_w))
+    for device, count in c.devices_by_type.items():
+        if device in cons.inventory:
+            most = min(most, cons.inventory[device] // count)
+    return float(most)
+
+
+def add_device_types(b: ModelBuilder, workload: Workload, candidates: list[Candidate], n: list[int]) -> None:
+    """(7) at most ``max_device_types`` device types: y_d opens type d for every candidate that uses it."""
+    limit = workload.constraints.max_device_types
+    types = sorted({d for c in candidates for d in c.devices_by_type})
+    if limit is None or limit >= len(types):
+        return
+    y = dict(zip(types, b.add_block("use_type", types, ub=1.0, integer=True)))
+    for c, j in zip(candidates, n):
+        for device in c.devices_by_type:
+            b.add_row(f"types:{c.key}:{device}", [j, y[device]], [1.0, -replica_bound(workload, c)], hi=0.0)
+    b.add_row("types", list(y.values()), [1.0] * len(y), hi=float(limit))
 
 
 def add_scale(b: ModelBuilder, scale: int, options: BuildOptions) -> None:

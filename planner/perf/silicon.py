@@ -54,6 +54,10 @@ def compute_scale(device: Device, fmt: str) -> float:
     return 1.0
 
 
+#: chips per SRAM-machine replica, as multiples of the least count that holds the weights (1x to 8x)
+SRAM_MULTIPLES = (1, 2, 3, 4, 6, 8)
+
+
 @dataclass(frozen=True)
 class Silicon:
     """One device at one weights dtype, in bytes, FLOP/s, seconds and watts."""
@@ -144,12 +148,13 @@ class Silicon:
         """Devices per replica that hold ``weights_bytes``.
 
         GPUs and other HBM devices: powers of two from the least count that fits up to the scale-up
-        domain (at most ``max_devices``). SRAM machines: the least chip count that holds the
-        weights, and its double.
+        domain (at most ``max_devices``). SRAM machines: ``SRAM_MULTIPLES`` of the least chip count
+        that holds the weights (more chips: more pipeline stages to fill with a batch, more SRAM for KV),
+        within the domain.
         """
         least = max(1, math.ceil(weights_bytes / self.usable_weights_bytes))
         if self.sram:
-            return [n for n in (least, 2 * least) if n <= self.domain_size]
+            return [m * least for m in SRAM_MULTIPLES if m * least <= self.domain_size]
         return [2**i for i in range(0, 13) if least <= 2**i <= min(self.domain_size, max_devices)]
 
 

@@ -69,7 +69,7 @@ def test_device_counts(catalog):
 
     assert device_counts("h100-sxm", 141e9) == [2, 4, 8]  # 70.5 GB per device ≤ 90 % of 80 GB
     assert device_counts("h200", 70e9) == [1, 2, 4, 8]
-    assert device_counts("cs-3", 141e9) == [4, 8]  # 44 GB SRAM, 90 % usable → 4 wafers
+    assert device_counts("cs-3", 141e9) == [4, 8, 12, 16, 24, 32]  # 44 GB SRAM, 90 % usable → 4 wafers, 1x-8x, ≤ 32
 
 
 def test_candidates_meet_slos_and_pick_the_best_batch(catalog):

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field, replace
-from typing import Callable
+from typing import Any, Callable, Mapping
 
 from planner import graph as task_graph
 from planner.candidates import Candidate, CandidateOptions, generate_candidates
@@ -54,6 +54,13 @@ class PlanOptions:
     tie_break_time_share: float = 0.3
     baseline: bool = True
     candidates: CandidateOptions = field(default_factory=CandidateOptions)
+
+    @classmethod
+    def of(cls, settings: Mapping[str, Any]) -> PlanOptions:
+        """The options a request, a study or a job states (``solver``, ``engine``, ``time_limit_s``,
+        ``relative_gap``, ``baseline``; a missing one keeps its default): one reading for every caller."""
+        known = ("solver", "engine", "time_limit_s", "relative_gap", "baseline")
+        return cls(**{k: settings[k] for k in known if k in settings})
 
     def solve_options(self) -> SolveOptions:
         return SolveOptions(time_limit_s=self.time_limit_s, relative_gap=self.relative_gap, engine=self.engine)
@@ -111,21 +118,41 @@ def solve_candidates(workload: Workload, units: dict, candidates: list[Candidate
                      first_stage: Callable[[Solved], None] | None = None) -> Solved:
     """Solve the MILP; for max_goodput, a second stage keeps λ* and minimises power (``first_stage`` is
     called with the first stage's outcome before the second starts)."""
-    start = time.perf_counter()
-    backend = get_backend(options.solver)
-    model = build_model(workload, units, candidates, BuildOptions(objective=workload.objective))
-    result = solve_with_rounding(backend, model, options.solve_options())
-    stages = (result,)
-    if workload.objective == "max_goodput" and result.has_solution and scale_of(model, result) > MIN_SCALE:
-        best = scale_of(model, result)
+    solved = solve_first_stage(workload, units, candidates, options)
+    if workload.objective == "max_goodput" and solved.result.has_solution and solved.scale > MIN_SCALE:
         if first_stage is not None:
-            first_stage(Solved(candidates, model, result, (result,), time.perf_counter() - start))
-        second = build_model(workload, units, candidates, BuildOptions(objective="max_goodput", min_scale=best * (1 - 1e-9)))
-        tie_break = replace(options.solve_options(), time_limit_s=max(1.0, options.tie_break_time_share * options.time_limit_s))
-        refined = backend.solve(second, tie_break)
-        if refined.has_solution:
-            model, result, stages = second, refined, (result, refined)
-    return Solved(candidates, model, result, stages, time.perf_counter() - start)
+            first_stage(solved)
+        solved = tie_break(workload, units, solved, options)
+    return solved
+
+
+def solve_first_stage(workload: Workload, units: dict, candidates: list[Candidate], options: PlanOptions) -> Solved:
+    """The MILP of the workload's objective (for max_goodput: the best scale, at any power)."""
+    start = time.perf_counter()
+    model = build_model(workload, units, candidates, BuildOptions(objective=workload.objective))
+    result = solve_with_rounding(get_backend(options.solver), model, options.solve_options())
+    return Solved(candidates, model, result, (result,), time.perf_counter() - start)
+
+
+def tie_break(workload: Workload, units: dict, first: Solved, options: PlanOptions) -> Solved:
+    """max_goodput's second stage: the least power at the first stage's scale λ* (kept if it finds no plan)."""
+    start = time.perf_counter()
+    second = build_model(workload, units, first.candidates,
+                         BuildOptions(objective="max_goodput", min_scale=first.scale * (1 - 1e-9)))
+    limits = replace(options.solve_options(), time_limit_s=max(1.0, options.tie_break_time_share * options.time_limit_s))
+    refined = get_backend(options.solver).solve(second, limits)
+    elapsed = first.time_s + time.perf_counter() - start
+    if not refined.has_solution:
+        return replace(first, time_s=elapsed)
+    return Solved(first.candidates, second, refined, (first.result, refined), elapsed)
+
+
+def lp_bound(workload: Workload, units: dict, candidates: list[Candidate], options: PlanOptions) -> float | None:
+    """Bound on the first stage's objective from its LP relaxation (a floor: every objective is minimised),
+    or None when the relaxation has no solution (then neither has the MILP)."""
+    model = build_model(workload, units, candidates, BuildOptions(objective=workload.objective))
+    result = get_backend(options.solver).solve(relaxed(model), options.solve_options())
+    return result.objective if result.has_solution and result.termination is Termination.OPTIMAL else None
 
 
 def check_ids(workload: Workload, catalog: Catalog) -> None:
@@ -224,24 +251,34 @@ def homogeneous_subsets(candidates: list[Candidate]) -> dict[str, list[Candidate
 
 
 def best_homogeneous(workload: Workload, units: dict, candidates: list[Candidate], options: PlanOptions) -> Baseline:
-    """The best single-device-type fleet under the same constraints (by the workload's objective)."""
-    best: tuple[float, Baseline] | None = None
-    pue = workload.constraints.pue
-    for device, subset in homogeneous_subsets(candidates).items():
-        solved = solve_candidates(workload, units, subset, options.for_baseline())
-        if not solved.result.has_solution or solved.scale <= MIN_SCALE:
+    """The best single-device-type fleet under the same constraints (by the workload's objective).
+
+    Exact and lean: each device type's LP relaxation bounds what its fleet can reach; types are solved best
+    bound first, and one whose bound cannot beat the best fleet found so far is never solved. Only the
+    winner gets max_goodput's power tie-break (the figures the baseline reports).
+    """
+    options = options.for_baseline()
+    bounds = {device: lp_bound(workload, units, subset, options) for device, subset in homogeneous_subsets(candidates).items()}
+    winner: tuple[float, Solved] | None = None  # (first-stage objective, solve), minimised
+    for device in sorted((d for d, b in bounds.items() if b is not None), key=lambda d: (bounds[d], d)):
+        if winner is not None and bounds[device] >= winner[0] - 1e-9 * max(1.0, abs(winner[0])):
+            break  # sorted by bound: no later type can beat the winner either
+        solved = solve_first_stage(workload, units, homogeneous_subsets(candidates)[device], options)
+        if not solved.result.has_solution or (workload.objective == "max_goodput" and solved.scale <= MIN_SCALE):
             continue
-        counts = replica_counts(solved.model, solved.result)
-        power = sum(n * pue * c.power_w for c, n in zip(subset, counts)) / WATTS_PER_KW
-        cost = sum(n * c.cost_usd_per_hour for c, n in zip(subset, counts))
-        score = {"max_goodput": solved.scale, "min_cost": -cost, "min_power": -power}[workload.objective]
-        baseline = Baseline(device=device, goodput_scale=solved.scale, power_kw=power, cost_usd_per_hour=cost,
-                            status=solved.status)
-        if best is None or score > best[0] + 1e-12:
-            best = (score, baseline)
-    if best is None:
+        if winner is None or solved.result.objective < winner[0] - 1e-12:
+            winner = (solved.result.objective, solved)
+    if winner is None:
         return Baseline(device=None, goodput_scale=0.0, power_kw=0.0, cost_usd_per_hour=0.0, status="infeasible")
-    return best[1]
+    solved = winner[1]
+    if workload.objective == "max_goodput":
+        solved = tie_break(workload, units, solved, options)
+    counts = replica_counts(solved.model, solved.result)
+    pue = workload.constraints.pue
+    power = sum(n * pue * c.power_w for c, n in zip(solved.candidates, counts)) / WATTS_PER_KW
+    cost = sum(n * c.cost_usd_per_hour for c, n in zip(solved.candidates, counts))
+    return Baseline(device=next(iter(solved.candidates[0].devices_by_type)), goodput_scale=solved.scale, power_kw=power,
+                    cost_usd_per_hour=cost, status=solved.status)
 
 
 def _gain(workload: Workload, scale: float, totals, baseline: Baseline | None) -> float | None:

@@ -27,7 +27,7 @@ from api.runner import SOLVE_SHARE, PlanJob
 from api.store import NewPlan, PlanJobStore, PlanStore, new_id
 from api.study_jobs import first_line
 from planner.catalog import Catalog
-from planner.optimize import PlanOptions, plan_workload
+from planner.optimize import plan_workload
 from planner.progress import Progress, observed
 from planner.schema import Plan
 from planner.solvers.cancel import CancelToken, SolveCancelled, cancellable
@@ -151,8 +151,7 @@ class PlanJobs:
     def _solve(self, job: _Job, plan_job: PlanJob, request_json: str) -> None:
         if self.catalog is None:
             raise RuntimeError("the catalog is not loaded")
-        options = PlanOptions(solver=plan_job.solver, engine=plan_job.engine, baseline=plan_job.baseline,
-                              time_limit_s=SOLVE_SHARE * plan_job.time_limit_s)
+        options = plan_job.options(SOLVE_SHARE)
         try:
             with cancellable(job.token), observed(lambda p: self._reached(job, p)):
                 plan: Plan | None = plan_workload(plan_job.workload, self.catalog, options)
@@ -172,7 +171,7 @@ class PlanJobs:
                          if reason == "time_limit" else None)
                 self.store.transition(job.job_id, "failed" if error else "cancelled", ("running",), error=error)
                 return
-            self.plans.add(NewPlan(request_json=request_json, plan_json=plan.model_dump_json(),
+            self.plans.add(NewPlan(request_json=request_json, plan_json=plan_job.stamped(plan).model_dump_json(),
                                    solver=plan_job.solver, time_limit_s=plan_job.time_limit_s), job.job_id)
             self.store.transition(job.job_id, "cancelled" if reason == "cancelled" else "done", ("running",))
 

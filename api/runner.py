@@ -24,7 +24,9 @@ from pathlib import Path
 from planner.catalog import load_catalog
 from planner.optimize import PlanOptions, plan_workload
 from planner.progress import Progress, observed
-from planner.schema import Plan, Workload
+from planner.plan import infeasible_plan
+from planner.provenance import stamp
+from planner.schema import Diagnosis, Plan, SolverInfo, SolveSettings, Workload
 from planner.solvers.cancel import CancelToken, SolveCancelled, cancellable
 
 #: share of a request's time_limit_s each MILP solve may take (the tie-break stage takes 30% of that, the
@@ -41,23 +43,29 @@ class PlanJob:
     engine: str | None
     time_limit_s: float
     baseline: bool
+    relative_gap: float = PlanOptions.relative_gap
     catalog_dir: str | None = None
 
+    def stamped(self, plan: Plan) -> Plan:
+        """``plan`` saying the options as requested: ``time_limit_s`` is the request's cap, not one solve's share."""
+        return plan.model_copy(update={"options": plan.options.model_copy(update={"time_limit_s": self.time_limit_s})})
 
-class Expired(Exception):
-    """The request's time_limit_s passed before any plan was found."""
+    def options(self, share: float = 1.0) -> PlanOptions:
+        """The planner's options for this job, each MILP solve getting ``share`` of its time limit."""
+        return PlanOptions(solver=self.solver, engine=self.engine, time_limit_s=share * self.time_limit_s,
+                           relative_gap=self.relative_gap, baseline=self.baseline)
 
 
 def run_plan(job: PlanJob, token: CancelToken | None = None) -> str:
     """Plan ``job`` within its ``time_limit_s`` and return the plan's JSON text (what the service answers and stores).
 
     When the limit passes, the solve still running is stopped and the best plan so far is the answer, with
-    status ``time_limit``; ``Expired`` when there is none yet. ``token`` (thread pool only: a token does not
+    status ``time_limit``; when there is none yet, the answer says so (as the planner does when a MILP's own
+    limit passes first: no pools, a ``no_candidates`` diagnosis). ``token`` (thread pool only: a token does not
     cross processes) also stops it, with ``SolveCancelled``.
     """
     catalog = load_catalog(Path(job.catalog_dir) if job.catalog_dir else None)
-    options = PlanOptions(solver=job.solver, engine=job.engine, time_limit_s=SOLVE_SHARE * job.time_limit_s,
-                          baseline=job.baseline)
+    options = job.options(SOLVE_SHARE)
     token = token or CancelToken()
     expired = threading.Event()
     best: list = [None]
@@ -80,12 +88,23 @@ def run_plan(job: PlanJob, token: CancelToken | None = None) -> str:
         if not expired.is_set():
             raise
         if best[0] is None:
-            raise Expired(f"time_limit_s ({job.time_limit_s:g} s) passed before any plan was found; raise it, or "
-                          "solve in the background (Prefer: respond-async)") from None
-        plan = best[0]().model_copy(update={"status": "time_limit"})
+            plan = expired_plan(job, catalog)
+        else:
+            plan = best[0]().model_copy(update={"status": "time_limit"})
     finally:
         timer.cancel()
-    return plan.model_dump_json()
+    return job.stamped(plan).model_dump_json()
+
+
+def expired_plan(job: PlanJob, catalog) -> Plan:
+    """The answer of a request whose time limit passed before any plan was found."""
+    info = SolverInfo(backend=job.solver, engine=job.engine or "-", time_s=job.time_limit_s, gap=None)
+    message = (f"time_limit_s ({job.time_limit_s:g} s) passed before any plan was found; raise it, or solve in the "
+               "background (Prefer: respond-async)")
+    plan = infeasible_plan(job.workload, {}, info, Diagnosis(reason="no_candidates", message=message))
+    return plan.model_copy(update={**stamp(catalog), "options": SolveSettings(
+        solver=job.solver, engine=job.engine, time_limit_s=job.time_limit_s, relative_gap=job.relative_gap,
+        baseline=job.baseline)})
 
 
 def _warm(catalog_dir: str | None) -> None:

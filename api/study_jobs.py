@@ -43,10 +43,8 @@ def solve_in_process(task: dict, catalog: Catalog) -> dict:
     """``study_runner.solve_scenario`` with the server's catalog: one row; raises only SolveCancelled."""
     start = time.perf_counter()
     try:
-        o = task["options"]
-        options = PlanOptions(solver=o["solver"], engine=o["engine"], time_limit_s=o["time_limit_s"],
-                              baseline=o["baseline"])
-        plan = plan_workload(Workload.model_validate(task["workload"]), with_prices(catalog, task["prices"]), options)
+        plan = plan_workload(Workload.model_validate(task["workload"]), with_prices(catalog, task["prices"]),
+                             PlanOptions.of(task["options"]))
         return result_row(plan, time.perf_counter() - start)
     except SolveCancelled:  # cancelled or stopping: no row, the scenario is not done
         raise

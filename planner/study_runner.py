@@ -157,9 +157,7 @@ def solve_scenario(task: dict) -> dict:
     start = time.perf_counter()
     try:
         catalog = with_prices(load_catalog(), task["prices"])
-        o = task["options"]
-        options = PlanOptions(solver=o["solver"], engine=o["engine"], time_limit_s=o["time_limit_s"], baseline=o["baseline"])
-        plan = plan_workload(Workload.model_validate(task["workload"]), catalog, options)
+        plan = plan_workload(Workload.model_validate(task["workload"]), catalog, PlanOptions.of(task["options"]))
         row = result_row(plan, time.perf_counter() - start)
     except Exception as exc:  # noqa: BLE001 - a study records failures instead of stopping
         row = error_row(f"{type(exc).__name__}: {exc}", time.perf_counter() - start)

@@ -13,12 +13,12 @@ from starlette.concurrency import run_in_threadpool
 
 from api import plan_jobs
 from api.deps import Services, get_catalog, get_plan_jobs, get_runner, get_store, services, strict_json
-from api.errors import BUSY, NOT_FOUND, TIMEOUT, UNAVAILABLE, VALIDATION, FieldError, ProblemError, field_errors, problem_docs, summary
+from api.errors import BUSY, NOT_FOUND, UNAVAILABLE, VALIDATION, FieldError, ProblemError, field_errors, problem_docs, summary
 from api.examples import PLAN_JOB_EXAMPLES, WORKLOAD_EXAMPLES
 from api.lifecycle import cancel_on_disconnect
 from api.models import PlanJobRecord, PlanPage, PlanRecord, PlanSummary, TaskGraph
 from api.plan_jobs import PlanJobs
-from api.runner import Busy, Expired, PlanJob, PlanRunner, PoolBroken
+from api.runner import Busy, PlanJob, PlanRunner, PoolBroken
 from api.settings import Settings, get_settings
 from api.store import NewPlan, PlanJobRow, PlanRow, PlanStore, as_utc, record_json
 from planner.catalog import Catalog, UnknownId
@@ -76,6 +76,8 @@ async def create_plan(
         gt=0, description="cap on the whole request or background job (each MILP solve gets a share; when it "
                           "passes, the best plan so far, status `time_limit`), seconds. Default SILICONMIX_DEFAULT_TIME_LIMIT_S, else the "
                           "planner's default; at most SILICONMIX_MAX_TIME_LIMIT_S")] = None,
+    relative_gap: Annotated[float, Query(
+        ge=0, lt=1, description="relative optimality gap at which each MILP solve stops (0.0001 = 0.01 %)")] = PlanOptions.relative_gap,
     baseline: Annotated[bool | None, Query(
         description="also solve the best single-device-type fleet (default SILICONMIX_PLAN_BASELINE)")] = None,
     run_async: Annotated[bool, Query(alias="async", description="solve in the background: 202 and a job to follow "
@@ -94,7 +96,7 @@ async def create_plan(
     check_size(workload, settings)
     limit = time_limit_s or settings.default_time_limit_s or PlanOptions().time_limit_s
     check_input(workload, catalog, solver, engine, limit, settings)
-    job = PlanJob(workload=workload, solver=solver, engine=engine, time_limit_s=limit,
+    job = PlanJob(workload=workload, solver=solver, engine=engine, time_limit_s=limit, relative_gap=relative_gap,
                   baseline=settings.plan_baseline if baseline is None else baseline,
                   catalog_dir=str(settings.catalog_dir) if settings.catalog_dir else None)
     if run_async or wants_async(prefer):
@@ -111,8 +113,6 @@ async def create_plan(
                            else "the request was cancelled", type=UNAVAILABLE, headers={"Retry-After": "5"}) from exc
     except (Busy, PoolBroken) as exc:
         raise ProblemError(503, f"{exc}; retry later", type=BUSY, headers={"Retry-After": "2"}) from exc
-    except Expired as exc:
-        raise ProblemError(503, str(exc), type=TIMEOUT) from exc
     except ValidationError as exc:  # a model the planner derived from the workload: its fields, not its input
         errors = field_errors({**e, "loc": ("body", *e["loc"])} for e in exc.errors(include_url=False))
         raise ProblemError(422, summary(errors), type=VALIDATION, title="Invalid input", errors=errors) from exc
@@ -132,6 +132,7 @@ def wants_async(prefer: str | None) -> bool:
 
 def request_json_of(job: PlanJob) -> str:
     return json.dumps({"solver": job.solver, "engine": job.engine, "time_limit_s": job.time_limit_s,
+                       "relative_gap": job.relative_gap,
                        "baseline": job.baseline, "workload": job.workload.model_dump(mode="json")}, separators=(",", ":"))
 
 

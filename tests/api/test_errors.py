@@ -190,7 +190,7 @@ def test_infeasible_workload_is_an_answer_not_an_error(client):
 
 # --------------------------------------------------------------------------------------------- 500
 def test_a_planner_crash_is_a_500_problem_without_traceback(make_settings, monkeypatch, caplog):
-    def crash(job):
+    def crash(job, token):
         raise RuntimeError("secret internal state /etc/passwd")
 
     monkeypatch.setattr(api.runner, "run_plan", crash)
@@ -235,10 +235,10 @@ def test_a_full_planner_queue_answers_503_busy(make_settings, monkeypatch):
     started = threading.Event()
     real = api.runner.run_plan
 
-    def slow(job):
+    def slow(job, token):
         started.set()
         release.wait(30)
-        return real(job)
+        return real(job, token)
 
     monkeypatch.setattr(api.runner, "run_plan", slow)
     with serve(make_settings(plan_workers=1, plan_queue_limit=1)) as http:

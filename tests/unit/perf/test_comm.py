@@ -12,16 +12,13 @@ def test_ring_allreduce_hand_case():
     assert comm.ring_allreduce_s(MB, 4, BW, LAT) == pytest.approx(21e-6)
 
 
-def test_tree_allreduce_hand_case():
-    # 15 µs of bandwidth + 2·log2(4) · 1 µs = 4 µs
-    assert comm.tree_allreduce_s(MB, 4, BW, LAT) == pytest.approx(19e-6)
-
-
-def test_allreduce_picks_the_faster_and_is_free_on_one_device():
-    assert comm.allreduce_s(MB, 4, BW, LAT) == pytest.approx(19e-6)
+def test_allreduce_in_a_node_is_the_ring_and_free_on_one_device():
+    assert comm.allreduce_s(MB, 4, BW, LAT) == pytest.approx(21e-6)
     assert comm.allreduce_s(MB, 1, BW, LAT) == 0.0
-    # two devices: ring and tree coincide: 2·1/2 · 10 µs + 2 · 1 µs
+    # two devices: 2·1/2 · 10 µs + 2 · 1 µs
     assert comm.allreduce_s(MB, 2, BW, LAT) == pytest.approx(12e-6)
+    # eight devices, a tiny message: the latency grows with t, 2·7 · 1 µs (+ 2·7/8 · 1e3/1e11 = 0.0175 µs)
+    assert comm.allreduce_s(1e3, 8, BW, LAT) == pytest.approx(14.0175e-6)
 
 
 def test_tensor_parallel_comm_is_two_allreduces_per_layer():

@@ -372,7 +372,18 @@ def _exit_code(report) -> int:
 
 # Commands that live in their own modules register themselves on `app` when imported (one line each).
 import planner.commands.study  # noqa: E402,F401
-import planner.commands.serve  # noqa: E402,F401
 import planner.commands.export  # noqa: E402,F401
 import planner.commands.calibrate  # noqa: E402,F401
 import planner.commands.deploy  # noqa: E402,F401
+
+
+def _plug_in_commands() -> None:
+    """Import the modules other installed packages name under the ``siliconmix.commands`` entry point
+    (the REST service's ``serve``); each registers its command on ``app``."""
+    from importlib.metadata import entry_points
+
+    for entry in entry_points(group="siliconmix.commands"):
+        entry.load()
+
+
+_plug_in_commands()

@@ -1,4 +1,8 @@
-"""``siliconmix serve``: the REST service (FastAPI under uvicorn), docs at /docs."""
+"""``siliconmix serve``: the REST service (FastAPI under uvicorn), docs at /docs.
+
+The service plugs its command into the planner's command line through the ``siliconmix.commands`` entry
+point (pyproject.toml), so nothing under planner/ imports the service.
+"""
 
 from __future__ import annotations
 

@@ -26,6 +26,7 @@ from planner.estimate import DoesNotFit, InvalidParallelism, estimate
 from planner.perf.model import UnsupportedDtype
 from planner.files import InputFileError, read_document, write_json
 from planner.messages import describe_errors, excerpt, one_line
+from planner.plan import shortfall_warning
 from planner.schema import MAX_TIME_LIMIT_S, EstimateRequest, WeightsDtype, Workload
 from planner.units import BYTES_PER_GB, BYTES_PER_S_PER_GB_S, BYTES_PER_S_PER_TB_S, PARAMS_PER_BILLION, WATTS_PER_KW
 
@@ -306,6 +307,8 @@ def show_plan(plan) -> None:
                   f"goodput scale [bold]{plan.goodput_scale:.3f}[/] x the workload's rates  "
                   f"({plan.solver.backend}/{plan.solver.engine}, {plan.solver.time_s:.2f} s"
                   + (f", gap {plan.solver.gap:.2%}" if plan.solver.gap else "") + ")", highlight=False)
+    if (short := shortfall_warning(plan)) is not None:
+        console.print(f"[bold yellow]warning[/]: {escape(short)}", highlight=False)
     pools = Table(title="Pools")
     for col in ("class", "strategy", "role", "device", "tp", "partner", "batch", "replicas", "devices", "util", "TTFT ms", "TPOT ms", "kW"):
         pools.add_column(col, justify="left" if col in ("class", "strategy", "role", "device", "partner") else "right")

@@ -89,6 +89,15 @@ def _ttft_at(c: Candidate, utilization: float) -> float | None:
     return s_to_ms(float(md1_wait_s(min(utilization, c.utilization_cap), service)) + service + c.extra["transfer_s"])
 
 
+def shortfall_warning(plan: Plan) -> str | None:
+    """One line for a plan that serves only part of its demand (None when it serves all of it, or none)."""
+    if plan.meets_demand or plan.status == "infeasible":
+        return None
+    binding = ", ".join(plan.binding_constraints) or "the budgets"
+    return (f"serves only {plan.goodput_scale:.1%} of the demand (goodput scale {plan.goodput_scale:.3f}): "
+            f"{binding} bind; the rest of the traffic is not served")
+
+
 def totals_of(pools: list[Pool], pue: float) -> Totals:
     by_type: dict[str, int] = defaultdict(int)
     for p in pools:

@@ -513,6 +513,15 @@ class Verification(Out):
     messages: tuple[str, ...] = ()
 
 
+#: goodput scales this close below 1 count as serving the demand (solver tolerance)
+DEMAND_TOLERANCE = 1e-6
+
+
+def meets_demand(status: str | None, goodput_scale: float) -> bool:
+    """A plan serves its whole demand: it is not infeasible and its goodput scale is at least 1."""
+    return status != "infeasible" and goodput_scale >= 1.0 - DEMAND_TOLERANCE
+
+
 class Plan(Out, Stamped):
     """The answer: status, the fleet (pools and totals), what it predicts, what binds, the baseline;
     how it was made (``Stamped``, ``options``)."""
@@ -521,6 +530,8 @@ class Plan(Out, Stamped):
     objective: Objective
     model: str
     goodput_scale: float
+    #: the fleet serves every class's whole rate (goodput scale ≥ 1); false for a plan that serves only part
+    meets_demand: bool
     solver: SolverInfo
     pools: tuple[Pool, ...]
     totals: Totals
@@ -533,3 +544,11 @@ class Plan(Out, Stamped):
     verification: Verification | None = None
     workload: Workload
     options: SolveSettings | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _meets_demand(cls, data):
+        """Plans stored before ``meets_demand`` existed get it from their status and goodput scale."""
+        if isinstance(data, dict) and "meets_demand" not in data:
+            data = {**data, "meets_demand": meets_demand(data.get("status"), data.get("goodput_scale", 0.0))}
+        return data

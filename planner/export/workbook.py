@@ -15,6 +15,7 @@ import xlsxwriter
 
 from planner.catalog import Catalog
 from planner.export.assumptions import plan_assumptions
+from planner.plan import shortfall_warning
 from planner.export.bom import (
     DEPRECIATION_YEARS,
     ELECTRICITY_USD_PER_KWH,
@@ -248,6 +249,9 @@ def _write_summary_sheet(workbook, ws, style, plan: Plan, book: PlanBook, totals
     ws.write_string(1, 0, "Blue numbers on yellow are inputs (Bill of Materials, TCO); every total follows them.",
                     style("note"))
     row = _write_facts(ws, style, plan, source, 3)
+    if (short := shortfall_warning(plan)) is not None:
+        ws.write_string(row, 0, f"This plan {short}.", style("warning"))
+        row += 1
     row = _write_headline(ws, style, book.tco, row + 1)
     row = _write_totals(ws, style, plan, book, totals, row + 1)
     if not catalog_matches_plan(plan, book):

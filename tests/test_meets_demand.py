@@ -1,0 +1,42 @@
+"""A plan that serves only part of its demand says so: ``meets_demand`` false, a warning in the CLI and workbook."""
+
+from __future__ import annotations
+
+import json
+
+import openpyxl
+from typer.testing import CliRunner
+
+from planner.cli import app
+from planner.export.workbook import write_plan_workbook
+from planner.optimize import PlanOptions, plan_workload
+from planner.schema import Plan, Workload
+
+SHORT = {  # 5,000 req/s of chat on a 60 kW budget: a fraction of it fits
+    "model": "llama-3.1-8b", "dtype": "fp8",
+    "classes": [{"name": "chat", "rate_rps": 5000, "input_tokens": 1000, "output_tokens": 200,
+                 "slo": {"ttft_ms": 1000, "tpot_ms": 50}}],
+    "constraints": {"power_budget_kw": 60, "devices": ["h100-sxm"]},
+}
+
+
+def test_a_budget_bound_plan_does_not_meet_demand_and_says_how_much_it_serves(catalog, tmp_path):
+    plan = plan_workload(Workload.model_validate(SHORT), catalog, PlanOptions(baseline=False))
+    assert plan.status == "optimal" and 0 < plan.goodput_scale < 1 and not plan.meets_demand
+    roomy = plan_workload(Workload.model_validate({**SHORT, "constraints": {"power_budget_kw": 6000, "devices": ["h100-sxm"]}}),
+                          catalog, PlanOptions(baseline=False))
+    assert roomy.goodput_scale >= 1 and roomy.meets_demand
+    stored = json.loads(plan.model_dump_json())
+    del stored["meets_demand"]  # a plan saved before the field existed gets it from its scale
+    assert Plan.model_validate(stored).meets_demand is False
+
+    path = tmp_path / "short.yaml"
+    path.write_text(json.dumps(SHORT))
+    result = CliRunner().invoke(app, ["plan", str(path), "--no-baseline"])
+    assert result.exit_code == 0, result.output
+    assert f"warning: serves only {plan.goodput_scale:.1%} of the demand" in " ".join(result.output.split())
+
+    write_plan_workbook(plan, catalog, tmp_path / "short.xlsx")
+    book = openpyxl.load_workbook(tmp_path / "short.xlsx")
+    texts = [c.value for row in book["Summary"].iter_rows() for c in row if isinstance(c.value, str)]
+    assert any(t.startswith("This plan serves only") for t in texts)

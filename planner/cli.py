@@ -309,6 +309,10 @@ def show_plan(plan) -> None:
                   + (f", gap {plan.solver.gap:.2%}" if plan.solver.gap else "") + ")", highlight=False)
     if (short := shortfall_warning(plan)) is not None:
         console.print(f"[bold yellow]warning[/]: {escape(short)}", highlight=False)
+    for c in plan.confidence:
+        if c.level != "calibrated" or c.estimated_inputs:
+            inputs = f"; estimated inputs: {', '.join(c.estimated_inputs)}" if c.estimated_inputs else ""
+            console.print(f"[yellow]{c.level}[/] {c.device}: {escape('; '.join(c.reasons))}{escape(inputs)}", highlight=False)
     pools = Table(title="Pools")
     for col in ("class", "strategy", "role", "device", "tp", "partner", "batch", "replicas", "devices", "util", "TTFT ms", "TPOT ms", "kW"):
         pools.add_column(col, justify="left" if col in ("class", "strategy", "role", "device", "partner") else "right")

@@ -20,6 +20,7 @@ from planner.progress import Progress, report
 from planner.plan import (
     binding_constraints,
     classes_of,
+    confidence_of,
     infeasible_plan,
     plan_status,
     pools_of,
@@ -222,12 +223,12 @@ def _finished(workload: Workload, solved: Solved, graph_json: dict, start: float
               options: PlanOptions, catalog: Catalog) -> Plan:
     """The plan of a solve that has a solution, verified."""
     info = solver_info(solved.result, time.perf_counter() - start, solved.gap)
-    plan = _decode(workload, solved, graph_json, info, baseline, options)
+    plan = _decode(workload, solved, graph_json, info, baseline, catalog)
     return plan.model_copy(update={"verification": verify_plan(plan, catalog)})
 
 
 def _decode(workload: Workload, solved: Solved, graph_json: dict, info, baseline: Baseline | None,
-            options: PlanOptions) -> Plan:
+            catalog: Catalog) -> Plan:
     counts = replica_counts(solved.model, solved.result)
     split = traffic_split(solved.model, solved.result)
     pools = pools_of(workload, solved.candidates, counts, split)
@@ -238,6 +239,7 @@ def _decode(workload: Workload, solved: Solved, graph_json: dict, info, baseline
         solver=info, pools=tuple(pools), totals=totals, classes=tuple(classes_of(workload, pools, split, scale)),
         binding_constraints=tuple(binding_constraints(workload, solved.candidates, pools, totals)),
         baseline=baseline, gain=_gain(workload, scale, totals, baseline), graph=graph_json, workload=workload,
+        confidence=tuple(confidence_of(workload, pools, RooflineModel(catalog))),
     )
 
 

@@ -11,6 +11,7 @@ from planner.milp.model import IlpModel
 from planner.schema import (
     Baseline,
     ClassResult,
+    DeviceConfidence,
     Diagnosis,
     Plan,
     PlanStatus,
@@ -96,6 +97,31 @@ def shortfall_warning(plan: Plan) -> str | None:
     binding = ", ".join(plan.binding_constraints) or "the budgets"
     return (f"serves only {plan.goodput_scale:.1%} of the demand (goodput scale {plan.goodput_scale:.3f}): "
             f"{binding} bind; the rest of the traffic is not served")
+
+
+#: catalog inputs of a device that a plan's figures rest on (power, price, compute, memory, links), as key prefixes
+PLAN_INPUTS = ("tdp_w", "price_usd", "price_usd_per_hour", "peak_dense_tflops", "memory_tiers", "node.overhead_w",
+               "scale_up", "scale_out")
+
+
+def _is_plan_input(key: str) -> bool:
+    return any(key == p or key.startswith((p + ".", p + "[")) for p in PLAN_INPUTS)
+
+
+def confidence_of(workload: Workload, pools: list[Pool], costs) -> list[DeviceConfidence]:
+    """Per device type in ``pools``: the cost model's confidence at the largest tp, prompt and batch it runs,
+    and which of its plan inputs (``PLAN_INPUTS``) the catalog marks as estimates."""
+    isl = max(rc.input_tokens for rc in workload.classes)
+    out = []
+    for device_id in sorted({d for p in pools for d in p.devices_by_type}):
+        mine = [p for p in pools if p.device == device_id] or [p for p in pools if device_id in p.devices_by_type]
+        verdict = costs.confidence(device_id, weights_dtype=workload.dtype, tp=max(p.tp for p in mine), isl=isl,
+                                   batch=max(p.batch for p in mine))
+        provenance = costs.catalog.device(device_id).provenance
+        estimated = sorted(k for k, p in provenance.items() if p.estimate and _is_plan_input(k))
+        out.append(DeviceConfidence(device=device_id, level=verdict.level, reasons=verdict.reasons,
+                                    estimated_inputs=tuple(estimated)))
+    return out
 
 
 def totals_of(pools: list[Pool], pue: float) -> Totals:

@@ -513,6 +513,16 @@ class Verification(Out):
     messages: tuple[str, ...] = ()
 
 
+class DeviceConfidence(Out):
+    """How far to trust the numbers behind one device type of a plan (the cost model's ``confidence``, at the
+    plan's largest parallelism, prompt and batch on that device), and which of its catalog inputs are estimates."""
+
+    device: str
+    level: Literal["calibrated", "extrapolated", "estimated"]
+    reasons: tuple[str, ...]
+    estimated_inputs: tuple[str, ...] = ()
+
+
 #: goodput scales this close below 1 count as serving the demand (solver tolerance)
 DEMAND_TOLERANCE = 1e-6
 
@@ -542,6 +552,8 @@ class Plan(Out, Stamped):
     graph: dict
     diagnosis: Diagnosis | None = None
     verification: Verification | None = None
+    #: per device type the plan buys: how far its predictions can be trusted
+    confidence: tuple[DeviceConfidence, ...] = ()
     workload: Workload
     options: SolveSettings | None = None
 

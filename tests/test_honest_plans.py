@@ -1,4 +1,5 @@
-"""A plan that serves only part of its demand says so: ``meets_demand`` false, a warning in the CLI and workbook."""
+"""Plans say what they cannot promise: ``meets_demand`` false (and a warning in the CLI and the workbook) when only
+part of the traffic is served; per device type, how far its numbers are calibrated and which inputs are estimates."""
 
 from __future__ import annotations
 
@@ -40,3 +41,17 @@ def test_a_budget_bound_plan_does_not_meet_demand_and_says_how_much_it_serves(ca
     book = openpyxl.load_workbook(tmp_path / "short.xlsx")
     texts = [c.value for row in book["Summary"].iter_rows() for c in row if isinstance(c.value, str)]
     assert any(t.startswith("This plan serves only") for t in texts)
+
+
+def test_each_device_type_of_a_plan_says_how_far_its_numbers_are_calibrated(catalog):
+    tpu = {**SHORT, "constraints": {"power_budget_kw": 6000, "devices": ["tpu-v7"]}}
+    plan = plan_workload(Workload.model_validate(tpu), catalog, PlanOptions(baseline=False))
+    (only,) = plan.confidence
+    # the TPU's TDP is an estimate in the catalog, so the plan's power figures are too
+    assert only.device == "tpu-v7" and only.level == "estimated" and "tdp_w" in only.estimated_inputs
+    h100 = plan_workload(Workload.model_validate({**SHORT, "constraints": {"power_budget_kw": 6000,
+                                                                          "devices": ["h100-sxm"]}}),
+                         catalog, PlanOptions(baseline=False))
+    (only,) = h100.confidence
+    assert only.device == "h100-sxm" and only.level in ("calibrated", "extrapolated")
+    assert "tdp_w" not in only.estimated_inputs  # NVIDIA publishes the H100's TDP

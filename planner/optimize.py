@@ -31,7 +31,7 @@ from planner.plan import (
 )
 from planner.provenance import stamp
 from planner.schema import Baseline, Diagnosis, Plan, SolveSettings, Workload
-from planner.solvers.base import SolveOptions, SolveResult, Termination, get_backend
+from planner.solvers.base import SolveOptions, SolveResult, Termination, check_outcome, get_backend
 from planner.units import WATTS_PER_KW
 from planner.verify import verify_plan
 
@@ -85,8 +85,9 @@ class Solved:
 
     @property
     def gap(self) -> float | None:
-        gaps = [r.gap for r in self.stages if r.gap is not None]
-        return max(gaps) if gaps else None
+        """The widest gap over the stages with an incumbent; None (unknown) when one of them has no bound."""
+        gaps = [r.gap for r in self.stages if r.has_solution]
+        return None if not gaps or None in gaps else max(gaps)
 
 
 def solve_with_rounding(backend, model, options: SolveOptions) -> SolveResult:
@@ -114,7 +115,7 @@ def solve_candidates(workload: Workload, units: dict, candidates: list[Candidate
     start = time.perf_counter()
     backend = get_backend(options.solver)
     model = build_model(workload, units, candidates, BuildOptions(objective=workload.objective))
-    result = solve_with_rounding(backend, model, options.solve_options())
+    result = check_outcome(solve_with_rounding(backend, model, options.solve_options()))
     stages = (result,)
     if workload.objective == "max_goodput" and result.has_solution and scale_of(model, result) > MIN_SCALE:
         best = scale_of(model, result)
@@ -122,7 +123,7 @@ def solve_candidates(workload: Workload, units: dict, candidates: list[Candidate
             first_stage(Solved(candidates, model, result, (result,), time.perf_counter() - start))
         second = build_model(workload, units, candidates, BuildOptions(objective="max_goodput", min_scale=best * (1 - 1e-9)))
         tie_break = replace(options.solve_options(), time_limit_s=max(1.0, options.tie_break_time_share * options.time_limit_s))
-        refined = backend.solve(second, tie_break)
+        refined = check_outcome(backend.solve(second, tie_break))
         if refined.has_solution:
             model, result, stages = second, refined, (result, refined)
     return Solved(candidates, model, result, stages, time.perf_counter() - start)

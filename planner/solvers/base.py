@@ -61,6 +61,30 @@ class SolveResult:
         return abs(self.objective - self.bound) / max(1e-9, abs(self.objective))
 
 
+class SolverFailed(RuntimeError):
+    """A solve that answered nothing about the workload: the engine failed, or called a placement MILP unbounded
+    (every one is bounded by its power budget, so that is a modelling bug). Not an infeasible answer."""
+
+    def __init__(self, message: str, termination: Termination = Termination.ERROR):
+        super().__init__(message)
+        self.termination = termination
+
+    def __reduce__(self):  # pickled across process pools with its termination
+        return type(self), (str(self), self.termination)
+
+
+def check_outcome(result: SolveResult) -> SolveResult:
+    """``result``, unless the engine failed or found the model unbounded: then SolverFailed saying so."""
+    who = f"{result.backend}/{result.engine}"
+    if result.termination is Termination.ERROR:
+        raise SolverFailed(f"the solver failed ({who}): {result.message or 'it gave no reason'}")
+    if result.termination is Termination.UNBOUNDED:
+        raise SolverFailed(f"{who} found the placement MILP unbounded: a modelling bug in siliconmix (a power budget "
+                           "bounds every plan), not an answer about the workload; please report it with the workload",
+                           Termination.UNBOUNDED)
+    return result
+
+
 def settle_infeasible_or_unbounded(backend: Backend, model: IlpModel, options: SolveOptions) -> Termination:
     """What an engine that could only say "infeasible or unbounded" meant: the same rows under a zero objective
     are infeasible (so is the model) or have a solution (then the objective is unbounded)."""

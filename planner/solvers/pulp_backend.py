@@ -2,8 +2,8 @@
 
 Outcomes and bounds are what the engine that ran reports, never inferred from the clock or the objective:
 HiGHS's model status, primal solution status and dual bound, read from the ``highspy.Highs`` PuLP solved
-with; CBC's status line and the bound in its log (``planner.solvers.cbc_log``). PuLP's own status codes are
-not used: it calls a stop on the time limit ``Optimal``. The engines see ``c·x`` only (PuLP gives HiGHS no
+with; CBC's status line and the bound in its log (kept by ``cbc_run``, read by ``cbc_log``). PuLP's own
+status codes are not used: it calls a stop on the time limit ``Optimal``. The engines see ``c·x`` only (PuLP gives HiGHS no
 objective constant); the offset is added here, to the objective and the bound alike.
 """
 
@@ -11,19 +11,16 @@ from __future__ import annotations
 
 import os
 import sys
-import tempfile
 import time
-import warnings
 from contextlib import contextmanager
 from dataclasses import dataclass
-from pathlib import Path
 
 import highspy
 import numpy as np
 import pulp
 
 from planner.milp.model import IlpModel
-from planner.solvers import cbc_log
+from planner.solvers import cbc_log, cbc_run
 from planner.solvers.base import SolveOptions, SolveResult, Termination, require_finite, settle_infeasible_or_unbounded
 
 ENGINES = ("highs", "cbc")
@@ -135,36 +132,18 @@ def _solve_highs(problem: pulp.LpProblem, options: SolveOptions) -> _Report:
                    f"HiGHS: {highs.modelStatusToString(status)}", f"pulp {pulp.__version__}, HiGHS {highs.version()}")
 
 
-class _Cbc(pulp.PULP_CBC_CMD):
-    """PuLP's bundled CBC, keeping CBC's status line (the first line of its solution file)."""
-
-    status_line = ""
-
-    def get_status(self, filename):
-        self.status_line = Path(filename).read_text().split("\n", 1)[0].strip()
-        return super().get_status(filename)
-
-
 def _solve_cbc(problem: pulp.LpProblem, options: SolveOptions) -> _Report:
     """Solve with CBC; its status line says how it ended, its log what bound it proved and which CBC ran."""
-    with tempfile.TemporaryDirectory(prefix="siliconmix-cbc-") as folder:
-        log_path = Path(folder) / "cbc.log"
-        with warnings.catch_warnings():
-            # the CBC binary bundled with pulp 3.x; deprecated only for pulp 4, which needs Python 3.12
-            warnings.simplefilter("ignore", DeprecationWarning)
-            solver = _Cbc(msg=False, timeLimit=options.time_limit_s, gapRel=options.relative_gap, threads=options.threads,
-                          options=[f"randomSeed {options.seed}", f"randomCbcSeed {options.seed}"], logPath=str(log_path))
-        problem.solve(solver)
-        log = log_path.read_text(errors="replace")
+    status_line, log = cbc_run.solve(problem, options)
     has_solution = problem.sol_status in (pulp.LpSolutionOptimal, pulp.LpSolutionIntegerFeasible)
     incumbent = pulp.value(problem.objective) if has_solution else None
-    termination = cbc_log.termination_of(solver.status_line, has_solution)
+    termination = cbc_log.termination_of(status_line, has_solution)
     if problem.isMIP():
         bound = cbc_log.mip_bound(log, incumbent)
     else:  # Clp's optimal LP is primal and dual feasible: its objective is the dual bound
         bound = incumbent if termination is Termination.OPTIMAL else None
     version = cbc_log.version_of(log)
-    return _Report(termination, has_solution, bound, f"CBC: {solver.status_line}",
+    return _Report(termination, has_solution, bound, f"CBC: {status_line}",
                    f"pulp {pulp.__version__}, CBC {version or '(no banner in its log)'}")
 
 

@@ -33,6 +33,7 @@ UNSUPPORTED_MEDIA = "urn:siliconmix:problem:unsupported-media-type"
 BUSY = "urn:siliconmix:problem:busy"
 UNAVAILABLE = "urn:siliconmix:problem:unavailable"
 INTERNAL = "urn:siliconmix:problem:internal-error"
+SOLVER_FAILED = "urn:siliconmix:problem:solver-failed"
 
 
 #: most characters of one error message (pydantic's value errors can quote a whole input list)
@@ -233,6 +234,7 @@ def problem_docs(*statuses: int) -> dict[int | str, dict[str, Any]]:
         413: "Body larger than SILICONMIX_MAX_BODY_BYTES (a size limit; counts over a limit are 422)",
         415: "Body not sent as `Content-Type: application/json` (plans and studies also take `application/yaml`)",
         422: "Invalid input, or a count over a limit (classes, devices, scenarios): every wrong field is in `errors`",
+        500: "The solver failed, or found the placement model unbounded (a bug in siliconmix): `detail` says which",
         503: "Not ready (database or catalog) or too many plans queued; retry later",
     }
     return {

@@ -267,6 +267,7 @@ def plan_command(
 ) -> None:
     """Plan the fleet: which silicon runs which task, how many, configured how."""
     from planner.optimize import PlanOptions, plan_workload
+    from planner.solvers.base import SolverFailed
 
     catalog = catalog_or_fail()
     check_time_limit("--time-limit-s", time_limit_s)
@@ -283,6 +284,8 @@ def plan_command(
         fail(f"{workload_file}: {validation_line(exc)}")
     except (InputFileError, UnknownId, UnsupportedDtype, ValueError) as exc:
         fail(str(exc))
+    except SolverFailed as exc:  # no answer about the workload: neither bad input nor infeasible
+        fail(str(exc), code=1)
     payload = plan.model_dump(mode="json")
     if output is not None:
         try:

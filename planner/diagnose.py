@@ -14,7 +14,7 @@ from planner.catalog import Catalog
 from planner.milp.build import BuildOptions, build_model
 from planner.perf.model import RooflineModel, UnsupportedDtype
 from planner.schema import Diagnosis, SloShortfall, Workload
-from planner.solvers.base import SolveOptions, get_backend
+from planner.solvers.base import SolveOptions, check_outcome, get_backend
 from planner.units import s_to_ms
 
 SHORTFALL_FIELDS = ("ttft_ms", "tpot_ms")
@@ -83,7 +83,7 @@ def budget_diagnosis(workload: Workload, units: dict, candidates: list[Candidate
                      options: SolveOptions) -> Diagnosis:
     """Solve the elastic model at scale 1: how far power, inventory and cost must bend."""
     model = build_model(workload, units, candidates, BuildOptions(objective=workload.objective, elastic=True))
-    result = get_backend(backend).solve(model, options)
+    result = check_outcome(get_backend(backend).solve(model, options))
     if not result.has_solution:
         return Diagnosis(reason="no_candidates", message="no combination of candidates serves every class at scale 1")
     relaxations = {}

@@ -32,7 +32,7 @@ from planner.plan import (
 )
 from planner.provenance import stamp
 from planner.schema import Baseline, Diagnosis, Plan, SolveSettings, Workload
-from planner.solvers.base import SolveOptions, SolveResult, Termination, get_backend
+from planner.solvers.base import SolveOptions, SolveResult, Termination, check_outcome, get_backend
 from planner.units import WATTS_PER_KW
 from planner.verify import verify_plan
 
@@ -93,8 +93,9 @@ class Solved:
 
     @property
     def gap(self) -> float | None:
-        gaps = [r.gap for r in self.stages if r.gap is not None]
-        return max(gaps) if gaps else None
+        """The widest gap over the stages with an incumbent; None (unknown) when one of them has no bound."""
+        gaps = [r.gap for r in self.stages if r.has_solution]
+        return None if not gaps or None in gaps else max(gaps)
 
 
 def solve_with_rounding(backend, model, options: SolveOptions) -> SolveResult:
@@ -131,7 +132,7 @@ def solve_first_stage(workload: Workload, units: dict, candidates: list[Candidat
     """The MILP of the workload's objective (for max_goodput: the best scale, at any power)."""
     start = time.perf_counter()
     model = build_model(workload, units, candidates, BuildOptions(objective=workload.objective))
-    result = solve_with_rounding(get_backend(options.solver), model, options.solve_options())
+    result = check_outcome(solve_with_rounding(get_backend(options.solver), model, options.solve_options()))
     return Solved(candidates, model, result, (result,), time.perf_counter() - start)
 
 
@@ -141,7 +142,7 @@ def tie_break(workload: Workload, units: dict, first: Solved, options: PlanOptio
     second = build_model(workload, units, first.candidates,
                          BuildOptions(objective="max_goodput", min_scale=first.scale * (1 - 1e-9)))
     limits = replace(options.solve_options(), time_limit_s=max(1.0, options.tie_break_time_share * options.time_limit_s))
-    refined = get_backend(options.solver).solve(second, limits)
+    refined = check_outcome(get_backend(options.solver).solve(second, limits))
     elapsed = first.time_s + time.perf_counter() - start
     if not refined.has_solution:
         return replace(first, time_s=elapsed)
@@ -152,7 +153,7 @@ def lp_bound(workload: Workload, units: dict, candidates: list[Candidate], optio
     """Bound on the first stage's objective from its LP relaxation (a floor: every objective is minimised),
     or None when the relaxation has no solution (then neither has the MILP)."""
     model = build_model(workload, units, candidates, BuildOptions(objective=workload.objective))
-    result = get_backend(options.solver).solve(relaxed(model), options.solve_options())
+    result = check_outcome(get_backend(options.solver).solve(relaxed(model), options.solve_options()))
     return result.objective if result.has_solution and result.termination is Termination.OPTIMAL else None
 
 

@@ -20,18 +20,23 @@ from planner.schema import (
     Totals,
     Workload,
 )
-from planner.solvers.base import SolveResult, Termination
+from planner.solvers.base import SolveResult, Termination, check_outcome
 from planner.queueing import md1_wait_s
 from planner.units import WATTS_PER_KW, s_to_ms
 
 def plan_status(result: SolveResult) -> PlanStatus:
-    """optimal (proven within the requested relative gap, 1e-4 by default as in Gurobi and SCIP; the plan
-    reports the gap it reached), feasible (stopped with an incumbent short of that), time_limit, infeasible."""
+    """One solve's outcome, one to one: optimal (the engine proved the incumbent within the requested relative
+    gap, 1e-4 by default as in Gurobi and SCIP, and reported the bound that proves it; the plan reports the gap),
+    feasible (an incumbent short of that, or one no reported bound proves), time_limit, infeasible. An engine
+    failure or an unbounded model is no status: SolverFailed."""
+    check_outcome(result)
+    if result.termination is Termination.OPTIMAL:
+        return "optimal" if result.gap is not None else "feasible"
     return {
-        Termination.OPTIMAL: "optimal",
         Termination.FEASIBLE: "feasible",
         Termination.TIME_LIMIT: "time_limit",
-    }.get(result.termination, "infeasible")  # type: ignore[return-value]
+        Termination.INFEASIBLE: "infeasible",
+    }[result.termination]  # type: ignore[return-value]
 
 
 def replica_counts(model: IlpModel, result: SolveResult) -> np.ndarray:

@@ -13,7 +13,8 @@ from starlette.concurrency import run_in_threadpool
 
 from api import plan_jobs
 from api.deps import Services, get_catalog, get_plan_jobs, get_runner, get_store, services, strict_json
-from api.errors import BUSY, NOT_FOUND, UNAVAILABLE, VALIDATION, FieldError, ProblemError, field_errors, problem_docs, summary
+from api.errors import (BUSY, NOT_FOUND, SOLVER_FAILED, UNAVAILABLE, VALIDATION, FieldError, ProblemError, field_errors,
+                        problem_docs, summary)
 from api.examples import PLAN_JOB_EXAMPLES, WORKLOAD_EXAMPLES
 from api.lifecycle import cancel_on_disconnect
 from api.models import PlanJobRecord, PlanPage, PlanRecord, PlanSummary, TaskGraph
@@ -25,6 +26,7 @@ from planner.catalog import Catalog, UnknownId
 from planner.optimize import PlanOptions
 from planner.perf.model import UnsupportedDtype
 from planner.schema import PlanStatus, Workload
+from planner.solvers.base import SolverFailed
 from planner.solvers.cancel import CancelToken, SolveCancelled
 
 router = APIRouter(prefix="/v1/plans", tags=["plans"])
@@ -58,7 +60,7 @@ YAML_BODY = {"requestBody": {"content": {media: {"schema": {"$ref": "#/component
                                  "Preference-Applied": {"description": "respond-async", "schema": {"type": "string"}}},
                      "links": {op: {"operationId": op, "parameters": {"plan_id": "$response.body#/id"}}
                                for op in ("get_plan", "cancel_plan")}},
-               **problem_docs(401, 413, 415, 422, 503)},
+               **problem_docs(401, 413, 415, 422, 500, 503)},
 )
 async def create_plan(
     request: Request,
@@ -113,6 +115,8 @@ async def create_plan(
                            else "the request was cancelled", type=UNAVAILABLE, headers={"Retry-After": "5"}) from exc
     except (Busy, PoolBroken) as exc:
         raise ProblemError(503, f"{exc}; retry later", type=BUSY, headers={"Retry-After": "2"}) from exc
+    except SolverFailed as exc:  # no answer about the workload (an infeasible one is a 201)
+        raise ProblemError(500, str(exc), type=SOLVER_FAILED, title="Solver failed") from exc
     except ValidationError as exc:  # a model the planner derived from the workload: its fields, not its input
         errors = field_errors({**e, "loc": ("body", *e["loc"])} for e in exc.errors(include_url=False))
         raise ProblemError(422, summary(errors), type=VALIDATION, title="Invalid input", errors=errors) from exc

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import importlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import Enum
 from typing import Protocol
 
@@ -13,14 +13,14 @@ from planner.milp.model import IlpModel
 
 
 class Termination(str, Enum):
-    """How a solve ended."""
+    """How a solve ended, as the engine reported it (never inferred from the clock)."""
 
-    OPTIMAL = "optimal"
-    FEASIBLE = "feasible"  # stopped with an incumbent and a positive gap (gap limit)
+    OPTIMAL = "optimal"  # the engine proved the incumbent within the requested relative gap
+    FEASIBLE = "feasible"  # stopped with an incumbent by a limit other than time (the engine names which)
     TIME_LIMIT = "time_limit"  # stopped by the time limit; x holds the incumbent if there is one
     INFEASIBLE = "infeasible"
     UNBOUNDED = "unbounded"
-    ERROR = "error"
+    ERROR = "error"  # the engine failed (or its process died): it says nothing about the model
 
 
 @dataclass(frozen=True)
@@ -59,6 +59,43 @@ class SolveResult:
         if self.objective is None or self.bound is None or not np.isfinite(self.bound):
             return None
         return abs(self.objective - self.bound) / max(1e-9, abs(self.objective))
+
+
+class SolverFailed(RuntimeError):
+    """A solve that answered nothing about the workload: the engine failed, or called a placement MILP unbounded
+    (every one is bounded by its power budget, so that is a modelling bug). Not an infeasible answer."""
+
+    def __init__(self, message: str, termination: Termination = Termination.ERROR):
+        super().__init__(message)
+        self.termination = termination
+
+    def __reduce__(self):  # pickled across process pools with its termination
+        return type(self), (str(self), self.termination)
+
+
+def check_outcome(result: SolveResult) -> SolveResult:
+    """``result``, unless the engine failed or found the model unbounded: then SolverFailed saying so."""
+    who = f"{result.backend}/{result.engine}"
+    if result.termination is Termination.ERROR:
+        raise SolverFailed(f"the solver failed ({who}): {result.message or 'it gave no reason'}")
+    if result.termination is Termination.UNBOUNDED:
+        raise SolverFailed(f"{who} found the placement MILP unbounded: a modelling bug in siliconmix (a power budget "
+                           "bounds every plan), not an answer about the workload; please report it with the workload",
+                           Termination.UNBOUNDED)
+    return result
+
+
+def settle_infeasible_or_unbounded(backend: Backend, model: IlpModel, options: SolveOptions) -> Termination:
+    """What an engine that could only say "infeasible or unbounded" meant: the same rows under a zero objective
+    are infeasible (so is the model) or have a solution (then the objective is unbounded)."""
+    if not model.objective.any():
+        return Termination.ERROR  # a zero objective cannot be unbounded: the engine contradicts itself
+    probe = backend.solve(replace(model, objective=np.zeros_like(model.objective), objective_offset=0.0), options)
+    if probe.termination is Termination.INFEASIBLE:
+        return Termination.INFEASIBLE
+    if probe.has_solution:
+        return Termination.UNBOUNDED
+    return Termination.TIME_LIMIT if probe.termination is Termination.TIME_LIMIT else Termination.ERROR
 
 
 def require_finite(model: IlpModel) -> None:

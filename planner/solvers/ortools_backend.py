@@ -15,7 +15,7 @@ from ortools.init.python import init
 from ortools.math_opt.python import mathopt
 
 from planner.milp.model import IlpModel
-from planner.solvers.base import SolveOptions, SolveResult, Termination, require_finite
+from planner.solvers.base import SolveOptions, SolveResult, Termination, require_finite, settle_infeasible_or_unbounded
 from planner.solvers.cancel import current_token
 from planner.solvers.isolated import IsolatedBackend, in_child
 
@@ -25,7 +25,6 @@ _REASONS = {
     mathopt.TerminationReason.OPTIMAL: Termination.OPTIMAL,
     mathopt.TerminationReason.INFEASIBLE: Termination.INFEASIBLE,
     mathopt.TerminationReason.UNBOUNDED: Termination.UNBOUNDED,
-    mathopt.TerminationReason.INFEASIBLE_OR_UNBOUNDED: Termination.INFEASIBLE,
 }
 
 
@@ -69,8 +68,11 @@ class OrtoolsBackend:
             random_seed=options.seed,
         )
         result = mathopt.solve(mo, ENGINES[engine], params=params)
+        termination, message = self._termination(result), result.termination.detail or result.termination.reason.name
+        if result.termination.reason == mathopt.TerminationReason.INFEASIBLE_OR_UNBOUNDED:
+            termination = settle_infeasible_or_unbounded(self, model, options)
+            message += f"; the same rows under a zero objective settled it: {termination.value}"
         elapsed = time.perf_counter() - start
-        termination = self._termination(result)
         has_solution = result.has_primal_feasible_solution()
         x = np.asarray([result.variable_values(v) for v in xs]) if has_solution else None
         return SolveResult(
@@ -81,7 +83,7 @@ class OrtoolsBackend:
             bound=_finite(result.termination.objective_bounds.dual_bound),
             x=x,
             time_s=elapsed,
-            message=result.termination.detail or "",
+            message=message,
             engine_version=f"ortools {init.OrToolsVersion.version_string()}",
         )
 

@@ -1,7 +1,10 @@
-"""PuLP backend: the IlpModel through PuLP, HiGHS in-process (highspy) by default, CBC as fallback.
+"""PuLP backend: the IlpModel through PuLP, HiGHS in-process (highspy) by default, CBC as the alternative.
 
-Outcomes are read from ``sol_status``, never ``status``: with a time limit and an incumbent, PuLP
-reports ``status == Optimal`` but ``sol_status == IntegerFeasible``.
+Outcomes and bounds are what the engine that ran reports, never inferred from the clock or the objective:
+HiGHS's model status, primal solution status and dual bound, read from the ``highspy.Highs`` PuLP solved
+with; CBC's status line and the bound in its log (kept by ``cbc_run``, read by ``cbc_log``). PuLP's own
+status codes are not used: it calls a stop on the time limit ``Optimal``. The engines see ``c·x`` only (PuLP gives HiGHS no
+objective constant); the offset is added here, to the objective and the bound alike.
 """
 
 from __future__ import annotations
@@ -9,17 +12,39 @@ from __future__ import annotations
 import os
 import sys
 import time
-import warnings
 from contextlib import contextmanager
-from importlib.metadata import version
+from dataclasses import dataclass
 
+import highspy
 import numpy as np
 import pulp
 
 from planner.milp.model import IlpModel
-from planner.solvers.base import SolveOptions, SolveResult, Termination, require_finite
+from planner.solvers import cbc_log, cbc_run
+from planner.solvers.base import SolveOptions, SolveResult, Termination, require_finite, settle_infeasible_or_unbounded
 
 ENGINES = ("highs", "cbc")
+_STATUS = highspy.HighsModelStatus
+_HIGHS_TERMINATION: dict = {
+    _STATUS.kOptimal: Termination.OPTIMAL,
+    _STATUS.kTimeLimit: Termination.TIME_LIMIT,
+    _STATUS.kInfeasible: Termination.INFEASIBLE,
+    _STATUS.kUnbounded: Termination.UNBOUNDED,
+    _STATUS.kUnboundedOrInfeasible: None,  # settled by a second solve
+}
+#: limits never set here; with an incumbent they end a solve short of its gap (FEASIBLE)
+_HIGHS_LIMITS = {_STATUS.kIterationLimit, _STATUS.kSolutionLimit, _STATUS.kObjectiveBound, _STATUS.kObjectiveTarget}
+
+
+@dataclass(frozen=True)
+class _Report:
+    """What the engine said: None as termination means "infeasible or unbounded"; bound in ``c·x``."""
+
+    termination: Termination | None
+    has_solution: bool
+    bound: float | None
+    message: str
+    version: str
 
 
 class PulpBackend:
@@ -35,86 +60,91 @@ class PulpBackend:
             raise ValueError(f"engine {engine!r} is not a PuLP engine; known: {', '.join(ENGINES)}")
         require_finite(model)
         start = time.perf_counter()
-        problem = pulp.LpProblem("siliconmix", pulp.LpMinimize)
-        xs = [
-            problem.add_variable(
-                f"x{j}",
-                lowBound=None if np.isinf(lb) else float(lb),
-                upBound=None if np.isinf(ub) else float(ub),
-                cat=pulp.LpInteger if is_int else pulp.LpContinuous,
-            )
-            for j, (lb, ub, is_int) in enumerate(zip(model.var_lb, model.var_ub, model.var_is_integer))
-        ]
-        problem += pulp.lpSum(float(c) * xs[j] for j, c in enumerate(model.objective) if c) + model.objective_offset
-        order = np.argsort(model.row, kind="stable")
-        starts = np.searchsorted(model.row[order], np.arange(model.n_rows + 1))
-        for i in range(model.n_rows):
-            idx = order[starts[i]:starts[i + 1]]
-            expr = pulp.lpSum(float(v) * xs[j] for j, v in zip(model.col[idx], model.val[idx]))
-            lo, hi = model.row_lo[i], model.row_hi[i]
-            if lo == hi:
-                problem += expr == float(lo), f"r{i}_eq"
-                continue
-            if np.isfinite(lo):
-                problem += expr >= float(lo), f"r{i}_lo"
-            if np.isfinite(hi):
-                problem += expr <= float(hi), f"r{i}_hi"
-        solver = self._solver(engine, options)
-        with _stdout_to_stderr():
-            problem.solve(solver)
-        elapsed = time.perf_counter() - start
-        sol_status = problem.sol_status
-        has_solution = sol_status in (pulp.LpSolutionOptimal, pulp.LpSolutionIntegerFeasible)
-        x = np.asarray([v.varValue or 0.0 for v in xs]) if has_solution else None
-        objective = float(model.objective @ x + model.objective_offset) if x is not None else None
+        problem, xs = _problem(model)
+        try:
+            with _stdout_to_stderr():
+                report = (_solve_highs if engine == "highs" else _solve_cbc)(problem, options)
+        except pulp.PulpSolverError as exc:  # CBC exited abnormally or wrote no solution
+            return SolveResult(termination=Termination.ERROR, backend=self.name, engine=engine,
+                               time_s=time.perf_counter() - start, message=str(exc), engine_version=f"pulp {pulp.__version__}")
+        termination, message = report.termination, report.message
+        if termination is None:
+            termination = settle_infeasible_or_unbounded(self, model, options)
+            message += f"; the same rows under a zero objective settled it: {termination.value}"
+        x = np.asarray([v.varValue or 0.0 for v in xs]) if report.has_solution else None
         return SolveResult(
-            termination=self._termination(sol_status, elapsed, options),
+            termination=termination,
             backend=self.name,
             engine=engine,
-            objective=objective,
-            bound=self._bound(problem, engine, objective, sol_status),
+            objective=float(model.objective @ x + model.objective_offset) if x is not None else None,
+            bound=report.bound + model.objective_offset if report.bound is not None else None,
             x=x,
-            time_s=elapsed,
-            message=pulp.LpStatus[problem.status],
-            engine_version=f"pulp {pulp.__version__}" + (f", highspy {version('highspy')}" if engine == "highs" else ""),
+            time_s=time.perf_counter() - start,
+            message=message,
+            engine_version=report.version,
         )
 
-    @staticmethod
-    def _solver(engine: str, options: SolveOptions):
-        if engine == "highs":
-            return pulp.HiGHS(
-                msg=False, timeLimit=options.time_limit_s, gapRel=options.relative_gap, gapAbs=0.0,
-                threads=options.threads, random_seed=options.seed,
-            )
-        with warnings.catch_warnings():
-            # the CBC binary bundled with pulp 3.x; deprecated only for pulp 4, which needs Python 3.12
-            warnings.simplefilter("ignore", DeprecationWarning)
-            return pulp.PULP_CBC_CMD(
-                msg=False, timeLimit=options.time_limit_s, gapRel=options.relative_gap, threads=options.threads,
-                options=[f"randomSeed {options.seed}", f"randomCbcSeed {options.seed}"],
-            )
 
-    @staticmethod
-    def _termination(sol_status: int, elapsed: float, options: SolveOptions) -> Termination:
-        if sol_status == pulp.LpSolutionOptimal:
-            return Termination.OPTIMAL
-        if sol_status == pulp.LpSolutionIntegerFeasible:
-            return Termination.TIME_LIMIT if elapsed >= 0.95 * options.time_limit_s else Termination.FEASIBLE
-        if sol_status == pulp.LpSolutionInfeasible:
-            return Termination.INFEASIBLE
-        if sol_status == pulp.LpSolutionUnbounded:
-            return Termination.UNBOUNDED
-        return Termination.TIME_LIMIT if elapsed >= 0.95 * options.time_limit_s else Termination.ERROR
+def _problem(model: IlpModel) -> tuple[pulp.LpProblem, list]:
+    """The PuLP problem of ``model`` (objective ``c·x``, no offset) and its variables in model order."""
+    problem = pulp.LpProblem("siliconmix", pulp.LpMinimize)
+    xs = [
+        problem.add_variable(
+            f"x{j}",
+            lowBound=None if np.isinf(lb) else float(lb),
+            upBound=None if np.isinf(ub) else float(ub),
+            cat=pulp.LpInteger if is_int else pulp.LpContinuous,
+        )
+        for j, (lb, ub, is_int) in enumerate(zip(model.var_lb, model.var_ub, model.var_is_integer))
+    ]
+    problem += pulp.lpSum(float(c) * xs[j] for j, c in enumerate(model.objective) if c)
+    order = np.argsort(model.row, kind="stable")
+    starts = np.searchsorted(model.row[order], np.arange(model.n_rows + 1))
+    for i in range(model.n_rows):
+        idx = order[starts[i]:starts[i + 1]]
+        expr = pulp.lpSum(float(v) * xs[j] for j, v in zip(model.col[idx], model.val[idx]))
+        lo, hi = model.row_lo[i], model.row_hi[i]
+        if lo == hi:
+            problem += expr == float(lo), f"r{i}_eq"
+            continue
+        if np.isfinite(lo):
+            problem += expr >= float(lo), f"r{i}_lo"
+        if np.isfinite(hi):
+            problem += expr <= float(hi), f"r{i}_hi"
+    return problem, xs
 
-    @staticmethod
-    def _bound(problem, engine: str, objective: float | None, sol_status: int) -> float | None:
-        """HiGHS reports its dual bound; CBC through PuLP reports none."""
-        if engine == "highs" and getattr(problem, "solverModel", None) is not None:
-            info = problem.solverModel.getInfo()
-            bound = info.mip_dual_bound if problem.isMIP() else info.objective_function_value
-            if np.isfinite(bound):
-                return float(bound)
-        return objective if sol_status == pulp.LpSolutionOptimal and engine == "highs" else None
+
+def _solve_highs(problem: pulp.LpProblem, options: SolveOptions) -> _Report:
+    """Solve with HiGHS and read its model status, solution status and dual bound from its Highs object."""
+    problem.solve(pulp.HiGHS(msg=False, timeLimit=options.time_limit_s, gapRel=options.relative_gap, gapAbs=0.0,
+                             threads=options.threads, random_seed=options.seed))
+    highs = problem.solverModel
+    status, info = highs.getModelStatus(), highs.getInfo()
+    has_solution = info.primal_solution_status == highspy.SolutionStatus.kSolutionStatusFeasible
+    termination = _HIGHS_TERMINATION.get(status, Termination.ERROR)
+    if status in _HIGHS_LIMITS and has_solution:
+        termination = Termination.FEASIBLE
+    if problem.isMIP():
+        bound = info.mip_dual_bound
+    else:  # an optimal LP basis is dual feasible: its objective is the dual bound
+        bound = info.objective_function_value if status == _STATUS.kOptimal else np.inf
+    return _Report(termination, has_solution, float(bound) if np.isfinite(bound) else None,
+                   f"HiGHS: {highs.modelStatusToString(status)}", f"pulp {pulp.__version__}, HiGHS {highs.version()}")
+
+
+def _solve_cbc(problem: pulp.LpProblem, options: SolveOptions) -> _Report:
+    """Solve with CBC; its status line says how it ended, its log what bound it proved and which CBC ran."""
+    status_line, log = cbc_run.solve(problem, options)
+    has_solution = problem.sol_status in (pulp.LpSolutionOptimal, pulp.LpSolutionIntegerFeasible)
+    incumbent = pulp.value(problem.objective) if has_solution else None
+    termination = cbc_log.termination_of(status_line, has_solution)
+    if problem.isMIP():
+        bound = cbc_log.mip_bound(log, incumbent)
+    else:  # Clp's optimal LP is primal and dual feasible: its objective is the dual bound
+        bound = incumbent if termination is Termination.OPTIMAL else None
+    version = cbc_log.version_of(log)
+    return _Report(termination, has_solution, bound, f"CBC: {status_line}",
+                   f"pulp {pulp.__version__}, CBC {version or '(no banner in its log)'}")
 
 
 @contextmanager

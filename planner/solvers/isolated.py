@@ -19,6 +19,7 @@ import importlib
 import os
 import pickle
 import select
+import signal
 import struct
 import subprocess
 import sys
@@ -68,8 +69,10 @@ class Child:
 
     def __init__(self, target: str):
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [_SOURCE_ROOT, os.environ.get("PYTHONPATH")]))}
+        # its own process group: a kill reaches the engine processes it starts too (PuLP runs CBC as a program)
         self.process = subprocess.Popen([sys.executable, "-m", "planner.solvers.isolated", target],
-                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, close_fds=True)
+                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, close_fds=True,
+                                        start_new_session=True)
         self.hello: dict = self._answer(GRACE_S)
 
     def solve(self, model: IlpModel, options: SolveOptions) -> SolveResult:
@@ -85,12 +88,19 @@ class Child:
     def _answer(self, timeout_s: float) -> Any:
         ready, _, _ = select.select([self.process.stdout], [], [], timeout_s if timeout_s < 1e6 else None)
         if not ready:
-            self.process.kill()
+            self.kill()
             raise ChildDied(f"no answer within {timeout_s:g} s; {self._discard()}")
         try:
             return read_frame(self.process.stdout)
         except EOFError as exc:
             raise ChildDied(self._discard()) from exc
+
+    def kill(self) -> None:
+        """SIGKILL the child and every process it started (its process group)."""
+        try:
+            os.killpg(self.process.pid, signal.SIGKILL)
+        except ProcessLookupError:  # already gone
+            pass
 
     def _discard(self) -> str:
         """Reap a dead (or killed) child, close its pipes, and say how it ended."""
@@ -108,7 +118,7 @@ class Child:
             self.process.stdin.close()
             self.process.wait(timeout=10)
         except (OSError, subprocess.TimeoutExpired):
-            self.process.kill()
+            self.kill()
         self._discard()
 
 
@@ -182,7 +192,7 @@ class IsolatedBackend:
     def solve(self, model: IlpModel, options: SolveOptions) -> SolveResult:
         child = self._pool.acquire()
         try:
-            with interrupting(child.process.kill):  # cancelled: the child is killed, SolveCancelled raised
+            with interrupting(child.kill):  # cancelled: the child is killed, SolveCancelled raised
                 result = child.solve(model, options)
         except ChildDied as exc:
             return SolveResult(termination=Termination.ERROR, backend=self.name,

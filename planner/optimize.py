@@ -99,13 +99,12 @@ class Solved:
 
 
 def solve_with_rounding(backend, model, options: SolveOptions) -> SolveResult:
-    """Solve the MILP; if the LP-rounding point (rounding.py) beats the incumbent, return it instead.
-
-    The bound stays the solver's, so the reported gap is honest.
+    """Solve the MILP from the LP-rounding point (rounding.py) as a hint; if that point still beats the
+    incumbent, return it instead. The bound stays the solver's, so the reported gap is honest.
     """
-    result = backend.solve(model, options)
-    lp = backend.solve(relaxed(model), options)
+    lp = check_outcome(backend.solve(relaxed(model), options))
     rounded = rounded_solution(model, lp.x) if lp.has_solution else None
+    result = backend.solve(model, replace(options, hint=rounded))
     if rounded is None:
         return result
     value = float(model.objective @ rounded + model.objective_offset)
@@ -142,7 +141,7 @@ def tie_break(workload: Workload, units: dict, first: Solved, options: PlanOptio
     second = build_model(workload, units, first.candidates,
                          BuildOptions(objective="max_goodput", min_scale=first.scale * (1 - 1e-9)))
     limits = replace(options.solve_options(), time_limit_s=max(1.0, options.tie_break_time_share * options.time_limit_s))
-    refined = check_outcome(get_backend(options.solver).solve(second, limits))
+    refined = check_outcome(get_backend(options.solver).solve(second, replace(limits, hint=first.result.x)))
     elapsed = first.time_s + time.perf_counter() - start
     if not refined.has_solution:
         return replace(first, time_s=elapsed)

@@ -67,7 +67,11 @@ class OrtoolsBackend:
             threads=None if engine == "highs" else options.threads,
             random_seed=options.seed,
         )
-        result = mathopt.solve(mo, ENGINES[engine], params=params)
+        hints = None
+        if options.hint is not None:
+            hints = mathopt.ModelSolveParameters(solution_hints=[mathopt.SolutionHint(
+                variable_values={x: float(v) for x, v in zip(xs, options.hint)})])
+        result = mathopt.solve(mo, ENGINES[engine], params=params, model_params=hints)
         termination, message = self._termination(result), result.termination.detail or result.termination.reason.name
         if result.termination.reason == mathopt.TerminationReason.INFEASIBLE_OR_UNBOUNDED:
             termination = settle_infeasible_or_unbounded(self, model, options)

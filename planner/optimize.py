@@ -31,7 +31,7 @@ from planner.plan import (
     traffic_split,
 )
 from planner.provenance import stamp
-from planner.schema import Baseline, Diagnosis, Plan, SolveSettings, Workload
+from planner.schema import Baseline, Diagnosis, Gain, Gains, Plan, SolveSettings, Workload
 from planner.solvers.base import SolveOptions, SolveResult, Termination, check_outcome, get_backend
 from planner.units import WATTS_PER_KW
 from planner.verify import verify_plan
@@ -161,7 +161,8 @@ def check_ids(workload: Workload, catalog: Catalog) -> None:
     catalog.model(workload.model)
     if workload.spec_decode is not None:
         catalog.model(workload.spec_decode.draft_model)
-    for device_id in (*(workload.constraints.devices or ()), *workload.constraints.inventory):
+    for device_id in (*(workload.constraints.devices or ()), *workload.constraints.inventory,
+                      *((workload.baseline_device,) if workload.baseline_device else ())):
         catalog.device(device_id)
 
 
@@ -188,7 +189,9 @@ def _plan(workload: Workload, catalog: Catalog, options: PlanOptions) -> Plan:
     graph = task_graph.build_task_graph(workload, model, draft)
     graph_json = task_graph.to_json(graph)
     report(Progress("candidates"))
-    candidates, _ = generate_candidates(workload, catalog, graph, options.candidates, costs)
+    priced, _ = generate_candidates(with_reference_device(workload), catalog, graph, options.candidates, costs)
+    allowed = set(workload.constraints.devices or catalog.devices)
+    candidates = [c for c in priced if set(c.devices_by_type) <= allowed]
     graph_units = {(k, s): task_graph.units(graph, k, s)
                    for k in {rc.name for rc in workload.classes} for s in task_graph.strategies_of(graph, k)}
     unserved = unserved_classes(workload, candidates, graph_units)
@@ -208,15 +211,18 @@ def _plan(workload: Workload, catalog: Catalog, options: PlanOptions) -> Plan:
     if options.baseline:
         reached("baseline", solved)
     baseline = best_homogeneous(workload, graph_units, candidates, options) if options.baseline else None
+    reference = (homogeneous_fleet(workload, graph_units, priced, workload.baseline_device, options)
+                 if workload.baseline_device else None)
     info = solver_info(solved.result, time.perf_counter() - start, solved.gap)
     if not solved.result.has_solution or solved.scale <= MIN_SCALE:
         if solved.result.termination is Termination.TIME_LIMIT and not solved.result.has_solution:
             diagnosis = Diagnosis(reason="no_candidates", message="the time limit passed before any plan was found")
         else:
             diagnosis = budget_diagnosis(workload, graph_units, candidates, options.solver, options.solve_options())
-        return infeasible_plan(workload, graph_json, info, diagnosis, baseline)
+        return infeasible_plan(workload, graph_json, info, diagnosis, baseline).model_copy(update={"reference": reference})
     reached("verify", solved)
-    return _finished(workload, solved, graph_json, start, baseline, options, catalog)
+    plan = _finished(workload, solved, graph_json, start, baseline, options, catalog)
+    return plan.model_copy(update={"reference": reference, "gains": gains_of(workload, plan, baseline, reference)})
 
 
 def _finished(workload: Workload, solved: Solved, graph_json: dict, start: float, baseline: Baseline | None,
@@ -271,24 +277,104 @@ def best_homogeneous(workload: Workload, units: dict, candidates: list[Candidate
         if winner is None or solved.result.objective < winner[0] - 1e-12:
             winner = (solved.result.objective, solved)
     if winner is None:
-        return Baseline(device=None, goodput_scale=0.0, power_kw=0.0, cost_usd_per_hour=0.0, status="infeasible")
+        return NO_FLEET
     solved = winner[1]
     if workload.objective == "max_goodput":
         solved = tie_break(workload, units, solved, options)
+    return fleet_of(workload, solved)
+
+
+#: the answer when no single-device-type fleet serves the workload
+NO_FLEET = Baseline(device=None, goodput_scale=0.0, power_kw=0.0, cost_usd_per_hour=0.0, status="infeasible")
+
+
+def fleet_of(workload: Workload, solved: Solved) -> Baseline:
+    """The single-device-type fleet of a finished solve: its scale, facility power, $/h, capex and devices."""
     counts = replica_counts(solved.model, solved.result)
     pue = workload.constraints.pue
-    power = sum(n * pue * c.power_w for c, n in zip(solved.candidates, counts)) / WATTS_PER_KW
-    cost = sum(n * c.cost_usd_per_hour for c, n in zip(solved.candidates, counts))
-    return Baseline(device=next(iter(solved.candidates[0].devices_by_type)), goodput_scale=solved.scale, power_kw=power,
-                    cost_usd_per_hour=cost, status=solved.status)
+    pairs = list(zip(solved.candidates, counts))
+    return Baseline(device=next(iter(solved.candidates[0].devices_by_type)), goodput_scale=solved.scale,
+                    power_kw=sum(n * pue * c.power_w for c, n in pairs) / WATTS_PER_KW,
+                    cost_usd_per_hour=sum(n * c.cost_usd_per_hour for c, n in pairs),
+                    capex_usd=sum(n * c.capex_usd for c, n in pairs), devices=int(sum(n * c.devices for c, n in pairs)),
+                    status=solved.status)
+
+
+def homogeneous_fleet(workload: Workload, units: dict, candidates: list[Candidate], device: str,
+                      options: PlanOptions) -> Baseline:
+    """The best fleet of ``device`` alone under the workload's constraints (NO_FLEET-like when none serves it)."""
+    subset = homogeneous_subsets(candidates).get(device, [])
+    if not subset:
+        return NO_FLEET.model_copy(update={"device": device})
+    solved = solve_candidates(workload, units, subset, options.for_baseline())
+    if not solved.result.has_solution or solved.scale <= MIN_SCALE:
+        return NO_FLEET.model_copy(update={"device": device})
+    return fleet_of(workload, solved)
+
+
+def with_reference_device(workload: Workload) -> Workload:
+    """``workload`` whose allowed devices include its ``baseline_device`` (so that fleet can be priced)."""
+    devices, reference = workload.constraints.devices, workload.baseline_device
+    if reference is None or devices is None or reference in devices:
+        return workload
+    constraints = workload.constraints.model_copy(update={"devices": (*devices, reference)})
+    return workload.model_copy(update={"constraints": constraints})
+
+
+def output_tokens_per_s(workload: Workload, scale: float) -> float:
+    """Output tokens/s a fleet at goodput ``scale`` serves: ``scale · Σ rate · osl``."""
+    return scale * sum(rc.rate_rps * rc.output_tokens for rc in workload.classes)
+
+
+def usd_per_million_tokens(cost_usd_per_hour: float, tokens_per_s: float) -> float | None:
+    """``$/h / (tokens/s · 3600) · 10⁶``; None when nothing is served."""
+    return cost_usd_per_hour / (tokens_per_s * 3600.0) * 1e6 if tokens_per_s > 0 else None
+
+
+def _ratio(objective: str, better: tuple[float, float, float], worse: tuple[float, float, float]) -> float | None:
+    """How much ``better`` beats ``worse`` on ``objective``, each given as (scale, $/h, kW): goodput ratio, or the
+    inverse ratio of cost or power (above 1: ``better`` is better)."""
+    scale, cost, power = better
+    scale0, cost0, power0 = worse
+    if objective == "max_goodput":
+        return scale / scale0 if scale0 > 0 else None
+    if objective == "min_cost":
+        return cost0 / cost if cost > 0 and cost0 > 0 else None
+    return power0 / power if power > 0 and power0 > 0 else None
+
+
+def gains_of(workload: Workload, plan: Plan, best: Baseline | None, reference: Baseline | None) -> Gains | None:
+    """The plan against the best homogeneous fleet and the reference, in the objective and in money, and the
+    reference → plan gain split into the best single device and mixing."""
+    mine = (plan.goodput_scale, plan.totals.cost_usd_per_hour, plan.totals.power_kw)
+    tokens = output_tokens_per_s(workload, plan.goodput_scale)
+    against = []
+    for versus, fleet in (("best_homogeneous", best), ("reference", reference)):
+        if fleet is None or fleet.device is None or fleet.status == "infeasible":
+            continue
+        theirs = (fleet.goodput_scale, fleet.cost_usd_per_hour, fleet.power_kw)
+        against.append(Gain(
+            versus=versus, device=fleet.device, objective_ratio=_ratio(workload.objective, mine, theirs),
+            cost_change_usd_per_hour=plan.totals.cost_usd_per_hour - fleet.cost_usd_per_hour,
+            capex_change_usd=plan.totals.capex_usd - fleet.capex_usd,
+            usd_per_million_tokens=usd_per_million_tokens(plan.totals.cost_usd_per_hour, tokens),
+            fleet_usd_per_million_tokens=usd_per_million_tokens(
+                fleet.cost_usd_per_hour, output_tokens_per_s(workload, fleet.goodput_scale))))
+    if not against:
+        return None
+    by = {g.versus: g for g in against}
+    split = {}
+    if "best_homogeneous" in by:
+        split["mixing"] = by["best_homogeneous"].objective_ratio
+    if "best_homogeneous" in by and "reference" in by:
+        split["best_device"] = _ratio(workload.objective, (best.goodput_scale, best.cost_usd_per_hour, best.power_kw),
+                                      (reference.goodput_scale, reference.cost_usd_per_hour, reference.power_kw))
+    return Gains(against=tuple(against), **split)
 
 
 def _gain(workload: Workload, scale: float, totals, baseline: Baseline | None) -> float | None:
     """How much better than the best homogeneous fleet: goodput ratio, or cost / power ratio."""
     if baseline is None or baseline.device is None:
         return None
-    if workload.objective == "max_goodput":
-        return scale / baseline.goodput_scale if baseline.goodput_scale > 0 else None
-    if workload.objective == "min_cost":
-        return baseline.cost_usd_per_hour / totals.cost_usd_per_hour if totals.cost_usd_per_hour > 0 else None
-    return baseline.power_kw / totals.power_kw if totals.power_kw > 0 else None
+    return _ratio(workload.objective, (scale, totals.cost_usd_per_hour, totals.power_kw),
+                  (baseline.goodput_scale, baseline.cost_usd_per_hour, baseline.power_kw))

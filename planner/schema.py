@@ -313,6 +313,9 @@ class Workload(Frozen):
     strategies: tuple[Strategy, ...] = ("aggregated", "pd_disagg")
     spec_decode: SpecDecodeSettings | None = None
     constraints: Constraints
+    #: a single-device fleet to compare the plan with (e.g. what the buyer runs today), solved under the same
+    #: constraints; it may be a device the plan itself may not use
+    baseline_device: Id | None = None
     objective: Objective = "max_goodput"
 
     @model_validator(mode="after")
@@ -481,11 +484,37 @@ class ClassResult(Out):
 
 
 class Baseline(Out):
+    """A single-device-type fleet under the same constraints (the best one, or the reference a buyer names)."""
+
     device: str | None
     goodput_scale: float
     power_kw: float
     cost_usd_per_hour: float
     status: PlanStatus
+    capex_usd: float = 0.0
+    devices: int = 0
+
+
+class Gain(Out):
+    """The plan against one single-device-type fleet: the objective's ratio (above 1: the plan is better) and
+    what changes in money. ``usd_per_million_tokens``: $/h over the output tokens served."""
+
+    versus: Literal["best_homogeneous", "reference"]
+    device: str
+    objective_ratio: float | None
+    cost_change_usd_per_hour: float
+    capex_change_usd: float
+    usd_per_million_tokens: float | None
+    fleet_usd_per_million_tokens: float | None
+
+
+class Gains(Out):
+    """What heterogeneity buys, split: the best single device over the reference (``best_device``), and mixing
+    devices over the best single device (``mixing``); their product is the plan over the reference."""
+
+    against: tuple[Gain, ...]
+    best_device: float | None = None
+    mixing: float | None = None
 
 
 class SloShortfall(Out):
@@ -554,6 +583,9 @@ class Plan(Out, Stamped):
     verification: Verification | None = None
     #: per device type the plan buys: how far its predictions can be trusted
     confidence: tuple[DeviceConfidence, ...] = ()
+    #: the single-device fleet the workload names as its reference (``baseline_device``), and the gains
+    reference: Baseline | None = None
+    gains: Gains | None = None
     workload: Workload
     options: SolveSettings | None = None
 

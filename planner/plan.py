@@ -82,6 +82,7 @@ def pools_of(workload: Workload, candidates: list[Candidate], counts: np.ndarray
             served_rps=served * share,
             ttft_ms=_ttft_at(c, utilization), tpot_ms=c.tpot_ms,
             partner_device=c.partner_device, partner_tp=c.partner_tp, partner_role=c.partner_role,
+            draft_tokens=c.extra.get("draft_tokens"),
             limited_by=c.limited_by,
         ))
     return pools

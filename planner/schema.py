@@ -272,12 +272,25 @@ class RequestClass(Frozen):
     slo: Slo
 
 
+#: draft lengths the planner chooses from when a workload leaves ``spec_decode.draft_tokens`` unset
+DRAFT_LENGTHS: tuple[int, ...] = (1, 2, 3, 4, 5, 6, 8)
+#: the draft length the task graph assumes for token-id traffic when the planner chooses k per pool (4 bytes a
+#: token: the choice moves no figure a plan reports)
+GRAPH_DRAFT_TOKENS = 4
+
+
 class SpecDecodeSettings(Frozen):
-    """Speculative decoding: draft model, per-token acceptance rate alpha, draft length k."""
+    """Speculative decoding: draft model, per-token acceptance rate alpha, draft length k (unset: each pool's k is
+    chosen by the planner, from ``DRAFT_LENGTHS``)."""
 
     draft_model: Id
     acceptance_rate: Annotated[float, Field(gt=0, lt=1)]
-    draft_tokens: Annotated[int, Field(ge=1, le=16)]
+    draft_tokens: Annotated[int, Field(ge=1, le=16)] | None = None
+
+    @property
+    def draft_lengths(self) -> tuple[int, ...]:
+        """The draft lengths a speculative pool may use: the one given, else every one of ``DRAFT_LENGTHS``."""
+        return (self.draft_tokens,) if self.draft_tokens is not None else DRAFT_LENGTHS
 
 
 class Constraints(Frozen):
@@ -461,6 +474,7 @@ class Pool(Out):
     partner_device: str | None = None
     partner_tp: int | None = None
     partner_role: str | None = None
+    draft_tokens: int | None = None  # a speculative pool's draft length k
     limited_by: str
 
 

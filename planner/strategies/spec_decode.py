@@ -11,7 +11,7 @@ import numpy as np
 
 from planner.perf.model import expected_tokens_per_round, paged_kv_tokens, transfer_s
 from planner.queueing import DECODE_UTILIZATION
-from planner.schema import Pool, RequestClass
+from planner.schema import GRAPH_DRAFT_TOKENS, Pool, RequestClass
 from planner.strategies.base import (
     TOKEN_ID_BYTES,
     Candidate,
@@ -42,14 +42,15 @@ def applies(model) -> bool:
 
 def add_tasks(graph, rc: RequestClass, model, draft, spec) -> None:
     prefill = add_prefill_task(graph, rc, NAME)
-    rounds = rc.output_tokens / float(expected_tokens_per_round(spec.acceptance_rate, spec.draft_tokens))
+    k = spec.draft_tokens or GRAPH_DRAFT_TOKENS
+    rounds = rc.output_tokens / float(expected_tokens_per_round(spec.acceptance_rate, k))
     verify = add_task(graph, rc, NAME, "verify", "decode", prefill_tokens=0, cached_tokens=0,
                       decode_tokens=rc.output_tokens, rounds=rounds)
     drafter = add_task(graph, rc, NAME, "draft", "decode", prefill_tokens=0, cached_tokens=0,
-                       decode_tokens=rounds * spec.draft_tokens, rounds=rounds)
+                       decode_tokens=rounds * k, rounds=rounds)
     add_kv_edge(graph, prefill, verify, model.kv_bytes(rc.input_tokens))
     add_kv_edge(graph, prefill, drafter, draft.kv_bytes(rc.input_tokens))
-    graph.add_edge(drafter, verify, kind="draft_tokens", bytes_per_request=rounds * spec.draft_tokens * TOKEN_ID_BYTES,
+    graph.add_edge(drafter, verify, kind="draft_tokens", bytes_per_request=rounds * k * TOKEN_ID_BYTES,
                    transfers_per_request=rounds, link="scale_out")
     graph.add_edge(verify, drafter, kind="accepted_tokens", bytes_per_request=rc.output_tokens * TOKEN_ID_BYTES,
                    transfers_per_request=rounds, link="scale_out")
@@ -63,12 +64,14 @@ def round_trip_s(batch, k: int, target, n: int, drafter, nd: int):
 
 
 def price(unit: str, ctx: Pricing, rc: RequestClass) -> list[Candidate]:
+    """Verify+draft replicas: per target, each draft layout (on the target's devices, or on the fewest devices of
+    another type that hold the draft), the draft length k (given, or the best of ``DRAFT_LENGTHS``) and batch
+    with the most SLO-feasible capacity."""
     if unit == "prefill":
         return price_prefill(ctx, rc, NAME)
     model, draft, costs, options = ctx.model, ctx.draft, ctx.costs, ctx.options
     spec = ctx.workload.spec_decode
-    k, alpha = spec.draft_tokens, spec.acceptance_rate
-    tokens_per_round = float(costs.expected_tokens_per_round(alpha, k))
+    alpha = spec.acceptance_rate
     b = np.asarray(options.batches, dtype=float)
     c = mean_context(rc)
     live = paged_kv_tokens(rc.input_tokens, rc.output_tokens)
@@ -85,25 +88,27 @@ def price(unit: str, ctx: Pricing, rc: RequestClass) -> list[Candidate]:
     out = []
     for v in ctx.silicon:
         for n in v.device_counts(model.weights_bytes, options.max_tp):
-            verify = costs.decode(model, v, n, b, c, prefill_tokens=b * k).total_s.reshape(-1)
             target_kv = b * model.kv_bytes(live) * costs.kv_share(model, v, n).reshape(-1)
             network_rps = n * v.nic_bytes_s / kv_in if kv_in else np.inf
-            # draft on the target's own devices
-            local_step = costs.decode(draft, v, n, b, c).total_s.reshape(-1)
+            local_step = costs.decode(draft, v, n, b, c).total_s.reshape(-1)  # draft on the target's own devices
             local_kv = b * draft.kv_bytes(live) * costs.kv_share(draft, v, n).reshape(-1)
-            layouts = [(None, n, local_step, target_kv + local_kv <= v.kv_room_bytes(model.weights_bytes / n, draft.weights_bytes / n), 0.0)]
+            layouts = [(None, n, local_step, target_kv + local_kv <= v.kv_room_bytes(model.weights_bytes / n, draft.weights_bytes / n))]
             target_fits = target_kv <= v.kv_room_bytes(model.weights_bytes / n)
-            for d_id, (d, nd, step, draft_fits) in remote.items():
-                if d_id == v.id:
+            layouts += [(d, nd, step, target_fits & draft_fits) for d_id, (d, nd, step, draft_fits) in remote.items()
+                        if d_id != v.id]
+            verify_by_k = {k: costs.decode(model, v, n, b, c, prefill_tokens=b * k).total_s.reshape(-1)
+                           for k in spec.draft_lengths}
+            for d, nd, step, fits in layouts:
+                best_choice = None
+                for k, verify in verify_by_k.items():
+                    rtt = 0.0 if d is None else round_trip_s(b, k, v, n, d, nd)
+                    tpot = costs.spec_tpot_s(step, verify, k, alpha, rtt)
+                    choice = decode_choice(rc, tpot, fits, b, network_rps)
+                    if choice is not None and (best_choice is None or choice[1] > best_choice[0][1] * (1 + 1e-12)):
+                        best_choice = (choice, k, tpot, costs.spec_round_s(step, k, verify, rtt))
+                if best_choice is None:
                     continue
-                layouts.append((d, nd, step, target_fits & draft_fits, round_trip_s(b, k, v, n, d, nd)))
-            for d, nd, step, fits, rtt in layouts:
-                round_s = costs.spec_round_s(step, k, verify, rtt)
-                tpot = costs.spec_tpot_s(step, verify, k, alpha, rtt)
-                choice = decode_choice(rc, tpot, fits, b, network_rps)
-                if choice is None:
-                    continue
-                i, capacity, limited = choice
+                (i, capacity, limited), k, tpot, round_s = best_choice
                 parts = [(v, n)] if d is None else [(v, n), (d, nd)]
                 out.append(Candidate(
                     class_name=rc.name, strategy=NAME, role="decode", device=v.id, tp=n, batch=int(b[i]),
@@ -111,7 +116,8 @@ def price(unit: str, ctx: Pricing, rc: RequestClass) -> list[Candidate]:
                     ttft_ms=None, tpot_ms=s_to_ms(float(tpot[i])), limited_by=limited,
                     partner_device=None if d is None else d.id, partner_tp=None if d is None else nd,
                     partner_role=None if d is None else "draft",
-                    extra={"tokens_per_round": tokens_per_round, "round_ms": s_to_ms(float(round_s[i]))},
+                    extra={"draft_tokens": k, "tokens_per_round": float(costs.expected_tokens_per_round(alpha, k)),
+                           "round_ms": s_to_ms(float(round_s[i]))},
                 ))
     return out
 
@@ -122,7 +128,9 @@ def recheck(pool: Pool, rc: RequestClass, check: Checking) -> Recheck:
         return recheck_prefill(pool, rc, check)
     model, draft, costs = check.model, check.draft, check.costs
     spec = check.workload.spec_decode
-    k, alpha = spec.draft_tokens, spec.acceptance_rate
+    k, alpha = pool.draft_tokens or spec.draft_tokens, spec.acceptance_rate
+    if k is None:
+        return Recheck(False, False, 0.0, f"spec_decode on {pool.device}: the pool names no draft length")
     v = costs.silicon(pool.device, check.workload.dtype)
     n, b, c = pool.tp, pool.batch, mean_context(rc)
     live = paged_kv_tokens(rc.input_tokens, rc.output_tokens)

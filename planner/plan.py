@@ -21,7 +21,7 @@ from planner.schema import (
     Workload,
 )
 from planner.solvers.base import SolveResult, Termination, check_outcome
-from planner.queueing import md1_wait_s
+from planner.queueing import wait_s
 from planner.units import WATTS_PER_KW, s_to_ms
 
 def plan_status(result: SolveResult) -> PlanStatus:
@@ -57,6 +57,7 @@ def traffic_split(model: IlpModel, result: SolveResult) -> dict[tuple[str, str],
 
 def pools_of(workload: Workload, candidates: list[Candidate], counts: np.ndarray, split: dict) -> list[Pool]:
     """One pool per candidate with replicas, with the traffic it serves and its utilisation."""
+    slo_percentile = {rc.name: rc.slo.percentile for rc in workload.classes}
     rate = {rc.name: rc.rate_rps for rc in workload.classes}
     pue = workload.constraints.pue
     pools = []
@@ -80,7 +81,7 @@ def pools_of(workload: Workload, candidates: list[Candidate], counts: np.ndarray
             utilization_cap=c.utilization_cap,
             capacity_rps=n * c.capacity_rps,
             served_rps=served * share,
-            ttft_ms=_ttft_at(c, utilization), tpot_ms=c.tpot_ms,
+            ttft_ms=_ttft_at(c, utilization, slo_percentile[c.class_name]), tpot_ms=c.tpot_ms,
             partner_device=c.partner_device, partner_tp=c.partner_tp, partner_role=c.partner_role,
             draft_tokens=c.extra.get("draft_tokens"),
             limited_by=c.limited_by,
@@ -88,12 +89,14 @@ def pools_of(workload: Workload, candidates: list[Candidate], counts: np.ndarray
     return pools
 
 
-def _ttft_at(c: Candidate, utilization: float) -> float | None:
-    """Predicted TTFT at the pool's planned utilisation (the candidate's is at its cap, i.e. the SLO)."""
+def _ttft_at(c: Candidate, utilization: float, percentile: float | None) -> float | None:
+    """Predicted TTFT (the SLO's statistic: mean or percentile) at the pool's planned utilisation (the
+    candidate's is at its cap, i.e. the SLO)."""
     if c.ttft_ms is None or "service_s" not in c.extra:
         return c.ttft_ms
     service = c.extra["service_s"]
-    return s_to_ms(float(md1_wait_s(min(utilization, c.utilization_cap), service)) + service + c.extra["transfer_s"])
+    wait = float(wait_s(min(utilization, c.utilization_cap), service, percentile))
+    return s_to_ms(wait + service + c.extra["transfer_s"])
 
 
 def shortfall_warning(plan: Plan) -> str | None:

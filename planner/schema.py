@@ -255,10 +255,12 @@ class ModelArch(Frozen):
 
 # ---------------------------------------------------------------------------------------- workload
 class Slo(Frozen):
-    """Latency objectives of a request class: time to first token and time per output token."""
+    """Latency objectives of a request class: time to first token and time per output token, as means or, with
+    ``percentile``, as that percentile of TTFT (from the prefill queue's waiting-time distribution)."""
 
     ttft_ms: Annotated[float, Field(gt=0, le=MAX_SLO_MS)]
     tpot_ms: Annotated[float, Field(gt=0, le=MAX_SLO_MS)]
+    percentile: Annotated[float, Field(ge=50, lt=100)] | None = None
 
 
 class RequestClass(Frozen):

@@ -12,7 +12,7 @@ import math
 import numpy as np
 
 from planner.perf.model import chunked_prefill_tokens_per_step, paged_kv_tokens
-from planner.queueing import max_utilization, md1_wait_s
+from planner.queueing import max_utilization_at, wait_s
 from planner.schema import Pool, RequestClass
 from planner.strategies.base import (
     Candidate,
@@ -56,7 +56,7 @@ def price(unit: str, ctx: Pricing, rc: RequestClass) -> list[Candidate]:
             step = costs.decode(model, s, n, b, mean_context(rc), prefill_tokens=q).total_s.reshape(-1)
             chunk_step = costs.decode(model, s, n, b, mean_context(rc), prefill_tokens=chunk).total_s.reshape(-1)
             service = math.ceil(new / chunk) * chunk_step  # the prompt's chunks ride on that many steps
-            rho = max_utilization(ms_to_s(rc.slo.ttft_ms), service)
+            rho = max_utilization_at(ms_to_s(rc.slo.ttft_ms), service, 0.0, rc.slo.percentile)
             per_seq = model.kv_bytes(paged_kv_tokens(rc.input_tokens, rc.output_tokens)) * costs.kv_share(model, s, n).reshape(-1)
             fits = (b * per_seq <= s.kv_room_bytes(model.weights_bytes / n)) & (q <= options.chunk_tokens)
             capacity = b / (step * rc.output_tokens)
@@ -64,7 +64,7 @@ def price(unit: str, ctx: Pricing, rc: RequestClass) -> list[Candidate]:
             i = best(ok, rho * capacity)
             if i is None:
                 continue
-            ttft = md1_wait_s(rho[i], service[i]) + service[i]
+            ttft = wait_s(rho[i], service[i], rc.slo.percentile) + service[i]
             if i + 1 < len(b) and fits[i + 1]:
                 limited = "slo.tpot_ms" if step[i + 1] > ms_to_s(rc.slo.tpot_ms) else "slo.ttft_ms"
             else:
@@ -89,7 +89,7 @@ def recheck(pool: Pool, rc: RequestClass, check: Checking) -> Recheck:
     chunk = float(min(check.options.chunk_tokens, new))
     chunk_step = float(costs.decode(model, s, n, b, mean_context(rc), prefill_tokens=chunk).total_s.reshape(-1)[0])
     service = math.ceil(new / chunk) * chunk_step
-    ttft = float(md1_wait_s(min(pool.utilization, pool.utilization_cap), service)) + service
+    ttft = float(wait_s(min(pool.utilization, pool.utilization_cap), service, rc.slo.percentile)) + service
     latency_ok = (within(tpot, rc.slo.tpot_ms) and close(s_to_ms(tpot), pool.tpot_ms)
                   and within(ttft, rc.slo.ttft_ms) and close(s_to_ms(ttft), pool.ttft_ms))
     return Recheck(latency_ok, decode_fits(model, costs, s, n, b, rc), b / (tpot * rc.output_tokens),

@@ -15,7 +15,7 @@ import networkx as nx
 import numpy as np
 
 from planner.perf.model import CostModel, ModelProfile, Silicon, paged_kv_tokens, transfer_s
-from planner.queueing import max_utilization, md1_wait_s
+from planner.queueing import max_utilization_at, wait_s
 from planner.schema import Pool, RequestClass, Workload
 from planner.units import ms_to_s, s_to_ms
 
@@ -205,13 +205,13 @@ def price_prefill(ctx: Pricing, rc: RequestClass, strategy: str) -> list[Candida
             kv_per_device = m * model.kv_bytes(rc.input_tokens) * costs.kv_share(model, s, n).reshape(-1)
             fits = kv_per_device <= s.kv_room_bytes(model.weights_bytes / n)
             move = float(transfer_s(kv_out, n * s.nic_bytes_s, s.nic_latency_s)) if kv_out else 0.0
-            rho = max_utilization(slo_s, service, move)
+            rho = max_utilization_at(slo_s, service, move, rc.slo.percentile)
             network_rps = n * s.nic_bytes_s / kv_out if kv_out else np.inf
             capacity = np.minimum(m / service, network_rps)
             i = best(fits & (rho > 0), rho * capacity)
             if i is None:
                 continue
-            ttft = md1_wait_s(rho[i], service[i]) + service[i] + move
+            ttft = wait_s(rho[i], service[i], rc.slo.percentile) + service[i] + move
             out.append(Candidate(
                 class_name=rc.name, strategy=strategy, role="prefill", device=s.id, tp=n, batch=int(m[i]),
                 **money([(s, n)]), capacity_rps=float(capacity[i]), utilization_cap=float(rho[i]),
@@ -242,7 +242,7 @@ def recheck_prefill(pool: Pool, rc: RequestClass, check: Checking) -> Recheck:
     kv = float(model.kv_bytes(rc.input_tokens))
     move = float(transfer_s(kv, n * silicon.nic_bytes_s, silicon.nic_latency_s))
     # at the planned utilisation, as the plan reports it (a solver's 1e-7 overshoot of the cap is the demand check's)
-    ttft = float(md1_wait_s(min(pool.utilization, pool.utilization_cap), service)) + service + move
+    ttft = float(wait_s(min(pool.utilization, pool.utilization_cap), service, rc.slo.percentile)) + service + move
     share = float(costs.kv_share(model, silicon, n).reshape(-1)[0])
     fits = model.weights_bytes / n <= silicon.usable_weights_bytes and m * kv * share <= silicon.kv_room_bytes(model.weights_bytes / n)
     return Recheck(within(ttft, rc.slo.ttft_ms) and close(s_to_ms(ttft), pool.ttft_ms), fits, m / service,

@@ -256,7 +256,8 @@ class ModelArch(Frozen):
 # ---------------------------------------------------------------------------------------- workload
 class Slo(Frozen):
     """Latency objectives of a request class: time to first token and time per output token, as means or, with
-    ``percentile``, as that percentile of TTFT (from the prefill queue's waiting-time distribution)."""
+    ``percentile``, as that percentile (TTFT from the prefill queue's waiting-time distribution; TPOT in
+    aggregated pools from the steps that carry a prefill chunk)."""
 
     ttft_ms: Annotated[float, Field(gt=0, le=MAX_SLO_MS)]
     tpot_ms: Annotated[float, Field(gt=0, le=MAX_SLO_MS)]

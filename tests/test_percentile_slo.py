@@ -41,3 +41,30 @@ def test_the_plan_reports_ttft_at_the_slos_percentile_and_verifies(catalog, plan
     tail = plans[99]
     as_mean = tail.model_copy(update={"workload": chat(None)})
     assert not verify_plan(as_mean, catalog).checks["latency_recomputed"]
+
+
+def test_tail_tpot_hand_case():
+    from planner.strategies.aggregated import tail_tpot_s
+
+    # 30 % of the steps carry a chunk (q/C = 0.3): p90 waits for one (0.3 > 0.1), p50 does not (0.3 < 0.5)
+    assert float(tail_tpot_s(0.012, 0.040, 0.010, 0.3, 90)) == 0.040
+    assert float(tail_tpot_s(0.012, 0.040, 0.010, 0.3, 50)) == 0.010
+    assert float(tail_tpot_s(0.012, 0.040, 0.010, 0.3, None)) == 0.012  # the mean
+
+
+def test_a_tail_tpot_slo_sees_the_chunks_aggregation_puts_on_decode(catalog):
+    """Same GPUs and SLO numbers: at p99 the aggregated pools must keep chunked prefill off the TPOT budget, so
+    disaggregation (whose decode steps carry no prefill) serves more."""
+    def workload(strategies, percentile):
+        slo = {"ttft_ms": 2000, "tpot_ms": 25, **({"percentile": percentile} if percentile else {})}
+        return Workload.model_validate({
+            "model": "llama-3.1-8b", "dtype": "fp8", "strategies": strategies,
+            "classes": [{"name": "code", "rate_rps": 40, "input_tokens": 3000, "output_tokens": 150, "slo": slo}],
+            "constraints": {"power_budget_kw": 100, "devices": ["h100-sxm"]},
+        })
+    agg_mean = plan_workload(workload(["aggregated"], None), catalog, EXACT)
+    agg_tail = plan_workload(workload(["aggregated"], 99), catalog, EXACT)
+    pd_tail = plan_workload(workload(["pd_disagg"], 99), catalog, EXACT)
+    assert agg_tail.goodput_scale < agg_mean.goodput_scale  # the tail SLO bites where the mean does not
+    assert pd_tail.goodput_scale > agg_tail.goodput_scale
+    assert agg_tail.verification.ok and pd_tail.verification.ok

@@ -1,8 +1,9 @@
 """Aggregated serving: one pool runs both phases, each decode step carrying a chunk of new prompts.
 
 Task: one node (prefill + decode work) on unit ``aggregated``. Pricing: in steady state a step over ``b``
-sequences carries ``b · isl·(1−hit)/osl`` prefill tokens (the TPOT every user sees); a new prompt's
-chunks ride on ``⌈new / chunk⌉`` steps (its service time, queued M/D/1 for TTFT).
+sequences carries ``b · isl·(1−hit)/osl`` prefill tokens on average (the mean TPOT and the throughput); a new
+prompt's chunks ride on ``⌈new / chunk⌉`` steps (its service time, queued M/D/1 for TTFT). A percentile SLO
+sees the steps that carry a chunk: ``tail_tpot_s``.
 """
 
 from __future__ import annotations
@@ -44,6 +45,17 @@ def add_tasks(graph, rc: RequestClass, model, draft, spec) -> None:
              decode_tokens=rc.output_tokens)
 
 
+def tail_tpot_s(mean_step_s, chunk_step_s, plain_step_s, chunk_fraction, percentile):
+    """TPOT at the SLO's statistic: the mean step, or for percentile ``p`` the step a ``p``-th percentile token
+    waits for. A share ``f = q / C`` of the steps carries a prefill chunk of ``C`` tokens (``q`` the mean prefill
+    tokens per step), the rest none: the ``p``-th percentile is the chunk-carrying step when ``f > 1 − p/100``,
+    else the plain decode step (seconds)."""
+    if percentile is None:
+        return np.asarray(mean_step_s, dtype=float)
+    carrying = np.asarray(chunk_fraction, dtype=float) > 1.0 - percentile / 100.0
+    return np.where(carrying, chunk_step_s, plain_step_s)
+
+
 def price(unit: str, ctx: Pricing, rc: RequestClass) -> list[Candidate]:
     model, costs, options = ctx.model, ctx.costs, ctx.options
     new, _ = prompt_tokens(rc)
@@ -55,24 +67,26 @@ def price(unit: str, ctx: Pricing, rc: RequestClass) -> list[Candidate]:
         for n in s.device_counts(model.weights_bytes, options.max_tp):
             step = costs.decode(model, s, n, b, mean_context(rc), prefill_tokens=q).total_s.reshape(-1)
             chunk_step = costs.decode(model, s, n, b, mean_context(rc), prefill_tokens=chunk).total_s.reshape(-1)
+            plain = costs.decode(model, s, n, b, mean_context(rc)).total_s.reshape(-1) if rc.slo.percentile else step
+            tpot = tail_tpot_s(step, chunk_step, plain, q / chunk, rc.slo.percentile)
             service = math.ceil(new / chunk) * chunk_step  # the prompt's chunks ride on that many steps
             rho = max_utilization_at(ms_to_s(rc.slo.ttft_ms), service, 0.0, rc.slo.percentile)
             per_seq = model.kv_bytes(paged_kv_tokens(rc.input_tokens, rc.output_tokens)) * costs.kv_share(model, s, n).reshape(-1)
             fits = (b * per_seq <= s.kv_room_bytes(model.weights_bytes / n)) & (q <= options.chunk_tokens)
             capacity = b / (step * rc.output_tokens)
-            ok = fits & (step <= ms_to_s(rc.slo.tpot_ms)) & (rho > 0)
+            ok = fits & (tpot <= ms_to_s(rc.slo.tpot_ms)) & (rho > 0)
             i = best(ok, rho * capacity)
             if i is None:
                 continue
             ttft = wait_s(rho[i], service[i], rc.slo.percentile) + service[i]
             if i + 1 < len(b) and fits[i + 1]:
-                limited = "slo.tpot_ms" if step[i + 1] > ms_to_s(rc.slo.tpot_ms) else "slo.ttft_ms"
+                limited = "slo.tpot_ms" if tpot[i + 1] > ms_to_s(rc.slo.tpot_ms) else "slo.ttft_ms"
             else:
                 limited = "memory"
             out.append(Candidate(
                 class_name=rc.name, strategy=NAME, role="aggregated", device=s.id, tp=n, batch=int(b[i]),
                 **money([(s, n)]), capacity_rps=float(capacity[i]), utilization_cap=float(rho[i]),
-                ttft_ms=s_to_ms(float(ttft)), tpot_ms=s_to_ms(float(step[i])),
+                ttft_ms=s_to_ms(float(ttft)), tpot_ms=s_to_ms(float(tpot[i])),
                 limited_by=limited, extra={"service_s": float(service[i]), "transfer_s": 0.0},
             ))
     return out
@@ -85,14 +99,16 @@ def recheck(pool: Pool, rc: RequestClass, check: Checking) -> Recheck:
     n, b = pool.tp, pool.batch
     new, _ = prompt_tokens(rc)
     q = float(chunked_prefill_tokens_per_step(b, rc.input_tokens, rc.output_tokens, rc.prefix_cache_hit))
-    tpot = float(costs.decode(model, s, n, b, mean_context(rc), prefill_tokens=q).total_s.reshape(-1)[0])
+    step = float(costs.decode(model, s, n, b, mean_context(rc), prefill_tokens=q).total_s.reshape(-1)[0])
     chunk = float(min(check.options.chunk_tokens, new))
     chunk_step = float(costs.decode(model, s, n, b, mean_context(rc), prefill_tokens=chunk).total_s.reshape(-1)[0])
+    plain = float(costs.decode(model, s, n, b, mean_context(rc)).total_s.reshape(-1)[0])
+    tpot = float(tail_tpot_s(step, chunk_step, plain, q / chunk, rc.slo.percentile))
     service = math.ceil(new / chunk) * chunk_step
     ttft = float(wait_s(min(pool.utilization, pool.utilization_cap), service, rc.slo.percentile)) + service
     latency_ok = (within(tpot, rc.slo.tpot_ms) and close(s_to_ms(tpot), pool.tpot_ms)
                   and within(ttft, rc.slo.ttft_ms) and close(s_to_ms(ttft), pool.ttft_ms))
-    return Recheck(latency_ok, decode_fits(model, costs, s, n, b, rc), b / (tpot * rc.output_tokens),
+    return Recheck(latency_ok, decode_fits(model, costs, s, n, b, rc), b / (step * rc.output_tokens),
                    f"aggregated on {pool.device}: recomputed TPOT {s_to_ms(tpot):.2f} ms / TTFT {s_to_ms(ttft):.1f} ms "
                    f"vs plan {pool.tpot_ms} / {pool.ttft_ms} ms")
 

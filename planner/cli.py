@@ -26,7 +26,7 @@ from planner.estimate import DoesNotFit, InvalidParallelism, estimate
 from planner.perf.model import UnsupportedDtype
 from planner.files import InputFileError, read_document, write_json
 from planner.messages import describe_errors, excerpt, one_line
-from planner.plan import shortfall_warning
+from planner.plan import gain_lines, shortfall_warning
 from planner.schema import MAX_TIME_LIMIT_S, EstimateRequest, WeightsDtype, Workload
 from planner.units import BYTES_PER_GB, BYTES_PER_S_PER_GB_S, BYTES_PER_S_PER_TB_S, PARAMS_PER_BILLION, WATTS_PER_KW
 
@@ -346,28 +346,6 @@ def show_plan(plan) -> None:
     if plan.verification is not None:
         verdict = "[green]all constraints hold[/]" if plan.verification.ok else f"[red]{escape('; '.join(plan.verification.messages))}[/]"
         console.print(f"verification (recomputed without the solver): {verdict}", highlight=False)
-
-
-def gain_lines(plan) -> list[str]:
-    """The reference fleet and what the plan buys over each single-device fleet, in the objective and in money."""
-    lines = []
-    ref = plan.reference
-    if ref is not None:
-        lines.append(f"reference fleet {ref.device}: cannot serve this workload under its constraints" if ref.status == "infeasible"
-                     else f"reference fleet {ref.device}: {ref.devices} devices at goodput scale {ref.goodput_scale:.3f} "
-                          f"({ref.power_kw:,.1f} kW, ${ref.cost_usd_per_hour:,.2f}/h, capex ${ref.capex_usd:,.0f})")
-    if plan.gains is None:
-        return lines
-    unit = {"max_goodput": "goodput", "min_cost": "cost", "min_power": "power"}[plan.objective]
-    for g in plan.gains.against:
-        ratio = f"{g.objective_ratio:.3f}x {unit}" if g.objective_ratio is not None else "-"
-        per_m = (f"; $/M tokens {g.usd_per_million_tokens:.3g} vs {g.fleet_usd_per_million_tokens:.3g}"
-                 if g.usd_per_million_tokens is not None and g.fleet_usd_per_million_tokens is not None else "")
-        lines.append(f"vs {g.versus.replace('_', ' ')} ({g.device}): {ratio}; ${g.cost_change_usd_per_hour:+,.2f}/h; "
-                     f"capex ${g.capex_change_usd:+,.0f}{per_m}")
-    if plan.gains.best_device is not None and plan.gains.mixing is not None:
-        lines.append(f"split: best device {plan.gains.best_device:.3f}x, mixing devices {plan.gains.mixing:.3f}x")
-    return lines
 
 
 def _ms(value: float | None) -> str:

@@ -133,6 +133,28 @@ def confidence_of(workload: Workload, pools: list[Pool], costs) -> list[DeviceCo
     return out
 
 
+def gain_lines(plan: Plan) -> list[str]:
+    """The reference fleet and what the plan buys over each single-device fleet, in the objective and in money."""
+    lines = []
+    ref = plan.reference
+    if ref is not None:
+        lines.append(f"reference fleet {ref.device}: cannot serve this workload under its constraints" if ref.status == "infeasible"
+                     else f"reference fleet {ref.device}: {ref.devices} devices at goodput scale {ref.goodput_scale:.3f} "
+                          f"({ref.power_kw:,.1f} kW, ${ref.cost_usd_per_hour:,.2f}/h, capex ${ref.capex_usd:,.0f})")
+    if plan.gains is None:
+        return lines
+    unit = {"max_goodput": "goodput", "min_cost": "cost", "min_power": "power"}[plan.objective]
+    for g in plan.gains.against:
+        ratio = f"{g.objective_ratio:.3f}x {unit}" if g.objective_ratio is not None else "-"
+        per_m = (f"; $/M tokens {g.usd_per_million_tokens:.3g} vs {g.fleet_usd_per_million_tokens:.3g}"
+                 if g.usd_per_million_tokens is not None and g.fleet_usd_per_million_tokens is not None else "")
+        lines.append(f"vs {g.versus.replace('_', ' ')} ({g.device}): {ratio}; ${g.cost_change_usd_per_hour:+,.2f}/h; "
+                     f"capex ${g.capex_change_usd:+,.0f}{per_m}")
+    if plan.gains.best_device is not None and plan.gains.mixing is not None:
+        lines.append(f"split: best device {plan.gains.best_device:.3f}x, mixing devices {plan.gains.mixing:.3f}x")
+    return lines
+
+
 def totals_of(pools: list[Pool], pue: float) -> Totals:
     by_type: dict[str, int] = defaultdict(int)
     for p in pools:

@@ -82,3 +82,15 @@ def test_the_cli_prints_the_split(catalog, tmp_path):
     out = CliRunner().invoke(app, ["plan", str(path)])
     assert out.exit_code == 0, out.output
     assert "vs reference (h100-sxm):" in out.output and "split: best device" in out.output
+
+
+def test_the_workbook_summary_states_the_gains(plan, catalog, tmp_path):
+    import openpyxl
+
+    from planner.export.workbook import write_plan_workbook
+
+    write_plan_workbook(plan, catalog, tmp_path / "plan.xlsx")
+    texts = [c.value for row in openpyxl.load_workbook(tmp_path / "plan.xlsx")["Summary"].iter_rows()
+             for c in row if isinstance(c.value, str)]
+    assert any(t.startswith("vs reference (h100-sxm):") for t in texts)
+    assert any(t.startswith("split: best device") for t in texts)

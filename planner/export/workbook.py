@@ -15,7 +15,8 @@ import xlsxwriter
 
 from planner.catalog import Catalog
 from planner.export.assumptions import plan_assumptions
-from planner.plan import shortfall_warning
+from planner.perf.model import default_kv_dtype
+from planner.plan import gain_lines, shortfall_warning
 from planner.export.bom import (
     DEPRECIATION_YEARS,
     ELECTRICITY_USD_PER_KWH,
@@ -252,6 +253,9 @@ def _write_summary_sheet(workbook, ws, style, plan: Plan, book: PlanBook, totals
     if (short := shortfall_warning(plan)) is not None:
         ws.write_string(row, 0, f"This plan {short}.", style("warning"))
         row += 1
+    for line in gain_lines(plan):  # the reference fleet and what the plan buys over single-device fleets
+        ws.write_string(row, 0, line, style("note"))
+        row += 1
     row = _write_headline(ws, style, book.tco, row + 1)
     row = _write_totals(ws, style, plan, book, totals, row + 1)
     if not catalog_matches_plan(plan, book):
@@ -286,7 +290,7 @@ def _write_facts(ws, style, plan: Plan, source: str, row: int) -> int:
                    else "; ".join(plan.verification.messages))
     facts = [
         ("Plan file", source or "-"),
-        ("Model", f"{w.model} (weights {w.dtype}, KV cache {w.kv_dtype})"),
+        ("Model", f"{w.model} (weights {w.dtype}, KV cache {w.kv_dtype or default_kv_dtype(w.dtype)})"),
         ("Workload", f"{len(w.classes)} classes: " + ", ".join(c.name for c in w.classes)),
         ("Strategies allowed", ", ".join(w.strategies)),
         ("Objective", plan.objective),

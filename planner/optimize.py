@@ -266,12 +266,13 @@ def best_homogeneous(workload: Workload, units: dict, candidates: list[Candidate
     winner gets max_goodput's power tie-break (the figures the baseline reports).
     """
     options = options.for_baseline()
-    bounds = {device: lp_bound(workload, units, subset, options) for device, subset in homogeneous_subsets(candidates).items()}
+    subsets = homogeneous_subsets(candidates)
+    bounds = {device: lp_bound(workload, units, subset, options) for device, subset in subsets.items()}
     winner: tuple[float, Solved] | None = None  # (first-stage objective, solve), minimised
     for device in sorted((d for d, b in bounds.items() if b is not None), key=lambda d: (bounds[d], d)):
         if winner is not None and bounds[device] >= winner[0] - 1e-9 * max(1.0, abs(winner[0])):
             break  # sorted by bound: no later type can beat the winner either
-        solved = solve_first_stage(workload, units, homogeneous_subsets(candidates)[device], options)
+        solved = solve_first_stage(workload, units, subsets[device], options)
         if not solved.result.has_solution or (workload.objective == "max_goodput" and solved.scale <= MIN_SCALE):
             continue
         if winner is None or solved.result.objective < winner[0] - 1e-12:

@@ -94,3 +94,27 @@ def test_the_workbook_summary_states_the_gains(plan, catalog, tmp_path):
              for c in row if isinstance(c.value, str)]
     assert any(t.startswith("vs reference (h100-sxm):") for t in texts)
     assert any(t.startswith("split: best device") for t in texts)
+
+
+@pytest.mark.parametrize("objective", ["max_goodput", "min_cost"])
+def test_the_pruned_baseline_search_finds_what_solving_every_device_finds(catalog, objective):
+    """Device types whose LP bound cannot beat the best fleet so far are skipped: the answer is the exhaustive one."""
+    from planner import graph as task_graph
+    from planner.candidates import generate_candidates
+    from planner.optimize import best_homogeneous, homogeneous_fleet
+    from planner.perf.model import RooflineModel
+
+    workload = chat(objective=objective)
+    costs = RooflineModel(catalog)
+    graph = task_graph.build_task_graph(workload, costs.profile(workload.model, workload.dtype), None)
+    candidates, _ = generate_candidates(workload, catalog, graph)
+    units = {(rc.name, s): task_graph.units(graph, rc.name, s) for rc in workload.classes
+             for s in task_graph.strategies_of(graph, rc.name)}
+    options = PlanOptions()
+    best = best_homogeneous(workload, units, candidates, options)
+    every = [homogeneous_fleet(workload, units, candidates, d, options) for d in ("h200", "mi300x", "trn2")]
+    served = [f for f in every if f.status != "infeasible"]
+    if objective == "max_goodput":
+        assert best.goodput_scale == pytest.approx(max(f.goodput_scale for f in served), rel=5e-3)
+    else:
+        assert best.cost_usd_per_hour == pytest.approx(min(f.cost_usd_per_hour for f in served), rel=5e-3)

@@ -82,18 +82,6 @@ def prefill_attention_flops(model: ModelProfile, new_tokens, cached_tokens=0.0):
     return model.attention_flops_per_context_token_prefill * s * model.attended_tokens(mean_context)
 
 
-def touched_weight_bytes(model: ModelProfile, tokens):
-    """Weight bytes a pass over ``tokens`` tokens reads: always-active weights plus touched experts.
-
-    ``W_active + L_moe · E·(1 − (1 − k/E)^tokens) · W_expert``. The input embedding is a lookup of
-    one row per token and is not read whole.
-    """
-    t = np.asarray(tokens, dtype=float)
-    if model.moe_layers == 0:
-        return np.full_like(t, model.always_active_bytes)
-    return model.always_active_bytes + model.moe_layers * touched_experts(model.experts, model.experts_active, t) * model.expert_bytes
-
-
 def kv_share(model: ModelProfile, hw: HardwareArrays, devices):
     """Per-device share of a sequence's KV: layer-split on SRAM pipelines, head-split under TP."""
     n = np.asarray(devices, dtype=float)

@@ -18,13 +18,19 @@ from planner.perf.roofline import (
     pipeline_shape,
     prefill_flops,
     prefill_pass,
-    touched_weight_bytes,
 )
 from planner.perf.silicon import HardwareArrays, Silicon, compute_dtype
 
 
 def _hw(device, **update):
     return HardwareArrays.of([Silicon.of(device.model_copy(update=update), "bf16")])
+
+
+def _sram(device):
+    """The toy device with its 1 GB at 1 TB/s as SRAM: weights and KV on chip, layers pipelined."""
+    return type(device).model_validate({
+        **device.model_dump(), "memory_tiers": [{"tier": "sram", "capacity_gb": 1.0, "bandwidth_tb_s": 1.0}],
+        "weights_tier": "sram", "kv_tier": "sram"})
 
 
 @pytest.fixture()
@@ -104,6 +110,31 @@ def test_prefill_pass_hand_case(toy):
     assert cost.bound == "compute"
 
 
+def test_prefill_pass_after_a_cached_prefix_reads_its_kv(toy):
+    model, hw = toy
+    cost = prefill_pass(model, hw, 1, 8, cached_tokens=4)
+    # dense: 8·656 FLOPs at MFU 0.5·8/72 → 5248·9/0.5e12 = 9.4464e-8 s; reads 656 B / 0.5e12 = 1.312e-9 s
+    # attention: 16 · 8 · (2 layers · (4 + 8/2)) = 2048 FLOPs / 0.5e12 = 4.096e-9 s
+    # KV: the prefix's 4 tokens read (64 B) and the 8 new ones written (128 B), at 0.35 TB/s
+    assert cost.compute_s == pytest.approx(9.4464e-8 + 4.096e-9)
+    assert cost.memory_s == pytest.approx(1.312e-9 + 192 / 0.35e12)
+    assert cost.roofline_s == pytest.approx(9.4464e-8 + 4.096e-9)  # both groups compute bound
+
+
+def test_prefill_on_an_sram_pipeline_splits_kv_by_layer(toy_model, toy_device):
+    """Two chips, two stages: the 8 prompt tokens go through as two micro-batches of 4."""
+    model = ModelProfile.of(toy_model, "bf16", "bf16")
+    hw = _hw(_sram(toy_device))
+    cost = prefill_pass(model, hw, 2, 8, cached_tokens=4)
+    # dense: 4·656 FLOPs at MFU 0.5 (no tile to pad) = 5.248e-9 s; reads 656 B = 1.312e-9 s
+    # attention: 2048 / 2 micro-batches = 1024 FLOPs = 2.048e-9 s
+    # KV per chip: half of (64 B read + 128 B written), times 2 stages / 2 micro-batches = 96 B
+    assert cost.compute_s == pytest.approx(5.248e-9 + 2.048e-9)
+    assert cost.memory_s == pytest.approx(1.312e-9 + 96 / 0.35e12)
+    # one hop: 1 µs + 4 tokens · 4 · 2 B / 100 GB/s
+    assert cost.communication_s == pytest.approx(1e-6 + 3.2e-10)
+
+
 def test_static_batch_prefill_costs_the_prompts_together(toy):
     model, hw = toy
     one = prefill_pass(model, hw, 1, 512).total_s
@@ -114,10 +145,7 @@ def test_static_batch_prefill_costs_the_prompts_together(toy):
 def test_sram_pipeline_runs_its_stages_in_turn_at_batch_one(toy_model, toy_device):
     """Two chips, two layers: two stages. Batch 1 crosses them in turn; batch 2 fills both."""
     model = ModelProfile.of(toy_model, "bf16", "bf16")
-    sram = type(toy_device).model_validate({
-        **toy_device.model_dump(), "memory_tiers": [{"tier": "sram", "capacity_gb": 1.0, "bandwidth_tb_s": 1.0}],
-        "weights_tier": "sram", "kv_tier": "sram"})
-    hw = _hw(sram)
+    hw = _hw(_sram(toy_device))
     assert [float(x.reshape(-1)[0]) for x in pipeline_shape(model, hw, 2, 1)] == [2.0, 1.0, 1.0]
     one = decode_step(model, hw, 2, 1, 10)
     # memory: all 656 weight bytes are read per token, stage after stage (not 656/2 in parallel)
@@ -126,11 +154,6 @@ def test_sram_pipeline_runs_its_stages_in_turn_at_batch_one(toy_model, toy_devic
     assert one.communication_s == pytest.approx(1e-6 + 8e-11)
     two = decode_step(model, hw, 2, 2, 10)
     assert two.total_s == pytest.approx(one.total_s)  # two micro-batches in flight, one per stage
-
-
-def test_touched_weights_for_dense_model_skip_the_input_embedding(toy):
-    model, _ = toy
-    assert touched_weight_bytes(model, 7) == pytest.approx(656.0)
 
 
 def test_chunked_prefill_tokens_per_step():

@@ -1,0 +1,82 @@
+"""The whole-grid evaluation (grid.py) on the toy model/device: memory fit and axes worked out by hand.
+
+Toy model (bf16): 736 weight bytes, 16 KV bytes per token (one KV head, replicated under TP).
+Toy device: 1 GB HBM (0.9e9 usable), scale-up domain 8, 500 W + 800 W / 8 per node = 600 W per device.
+"""
+
+import numpy as np
+import pytest
+
+from planner.perf.grid import GridSpec, evaluate_grid
+from planner.perf.profile import ModelProfile
+from planner.perf.roofline import decode_step, prefill_pass
+from planner.perf.silicon import HardwareArrays, Silicon
+
+
+def _hw(device, **update):
+    return HardwareArrays.of([Silicon.of(type(device).model_validate({**device.model_dump(), **update}), "bf16")])
+
+
+@pytest.fixture()
+def toy(toy_model, toy_device):
+    return ModelProfile.of(toy_model, "bf16", "bf16"), _hw(toy_device)
+
+
+def test_grid_axes_memory_and_power_by_hand(toy):
+    model, hw = toy
+    grid = evaluate_grid(model, hw, GridSpec(tp=(1, 2, 16), batch=(1, 4), input_tokens=(16, 48), output_tokens=32))
+    assert grid.tpot_s.shape == (1, 3, 2, 2)
+    assert grid.devices.reshape(-1).tolist() == [1.0, 2.0, 16.0]
+    assert grid.weights_bytes_per_device.reshape(-1) == pytest.approx([736.0, 368.0, 46.0])
+    # paged KV: 16 + 32/2 = 32 tokens (2 pages) and 48 + 16 = 64 tokens (4 pages) at 16 B
+    assert grid.kv_bytes_per_request_per_device[0, 0, 0] == pytest.approx([512.0, 1024.0])
+    # (0.9e9 − 736) / 512 = 1,757,811.06 requests at the short prompt
+    assert grid.max_batch_in_memory[0, 0, 0, 0] == 1_757_811
+    assert grid.weights_fit.all()
+    assert grid.within_domain.reshape(-1).tolist() == [True, True, False]  # 16 devices exceed the domain of 8
+    assert grid.fits[0, :, :, 0].tolist() == [[True, True], [True, True], [False, False]]
+    assert grid.power_w.reshape(-1) == pytest.approx([600.0, 1200.0, 9600.0])
+
+
+def test_each_prompt_length_is_priced_on_its_own(toy):
+    model, hw = toy
+    grid = evaluate_grid(model, hw, GridSpec(tp=(1,), batch=(2,), input_tokens=(16, 48), output_tokens=32))
+    n, b = np.ones((1, 1, 1, 1)), np.full((1, 1, 1, 1), 2.0)
+    for i, isl in enumerate((16, 48)):
+        assert grid.tpot_s[0, 0, 0, i] == pytest.approx(decode_step(model, hw.expand(4), n, b, isl + 16.0).total_s)
+        assert grid.ttft_s[0, 0, 0, i] == pytest.approx(prefill_pass(model, hw.expand(4), n, isl).total_s)
+    assert grid.output_tokens_per_s == pytest.approx(2.0 / grid.serving.total_s)
+
+
+def test_weights_that_do_not_fit_leave_no_batch(toy_model, toy_device):
+    model = ModelProfile.of(toy_model, "bf16", "bf16")
+    small = _hw(toy_device, memory_tiers=[{"tier": "hbm", "capacity_gb": 5e-7, "bandwidth_tb_s": 1.0}])
+    grid = evaluate_grid(model, small, GridSpec(tp=(1, 2), batch=(1,), input_tokens=(16,), output_tokens=32))
+    # 450 usable bytes: 736 B on one device do not fit; 368 B on two do, with room for no 512 B request
+    assert grid.weights_fit.reshape(-1).tolist() == [False, True]
+    assert grid.max_batch_in_memory.reshape(-1).tolist() == [0.0, 0.0]
+    assert not grid.fits.any()
+
+
+def test_contiguous_kv_reserves_the_longest_context(toy):
+    model, hw = toy
+    grid = evaluate_grid(model, hw, GridSpec(tp=(1,), batch=(1,), input_tokens=(16, 48), output_tokens=32,
+                                             paged_kv=False))
+    # every request reserves the longest prompt plus the output: 48 + 32 = 80 tokens · 16 B
+    assert grid.kv_bytes_per_request_per_device.reshape(-1) == pytest.approx([1280.0, 1280.0])
+    reserved = evaluate_grid(model, hw, GridSpec(tp=(1,), batch=(1,), input_tokens=(16,), output_tokens=32,
+                                                 paged_kv=False, reserved_context_tokens=100))
+    assert reserved.kv_bytes_per_request_per_device.reshape(-1) == pytest.approx([1600.0])
+
+
+def test_expert_parallel_grid_prices_every_pass_with_ep(moe_model, toy_device):
+    model = ModelProfile.of(moe_model, "bf16", "bf16")
+    hw = _hw(toy_device)
+    spec = GridSpec(tp=(4,), batch=(8,), input_tokens=(16,), output_tokens=32, ep=4)
+    grid = evaluate_grid(model, hw, spec)
+    n, b = np.full((1, 1, 1, 1), 4.0), np.full((1, 1, 1, 1), 8.0)
+    assert grid.tpot_s == pytest.approx(decode_step(model, hw.expand(4), n, b, 32.0, ep=4).total_s)
+    assert grid.ttft_s == pytest.approx(prefill_pass(model, hw.expand(4), n, 16.0, ep=4).total_s)
+    # per device: the dense 416 B whole, a quarter of the 384 routed bytes; KV of 2 of the 8 sequences each
+    assert grid.weights_bytes_per_device.reshape(-1) == pytest.approx([416.0 + 96.0])
+    assert grid.kv_bytes_per_request_per_device.reshape(-1) == pytest.approx([512.0 / 4])

@@ -58,23 +58,6 @@ class PassCost(NamedTuple):
         return np.array(BOUNDS)[np.argmax(stacked, axis=0)]
 
 
-def decode_flops(model: ModelProfile, batch, context_tokens):
-    """FLOPs of one decode step: ``b · (2·P_active + 2·n_h·(d_qk+d_v)·attended(c))``."""
-    b = np.asarray(batch, dtype=float)
-    attention = model.attention_flops_per_context_token_decode * model.attended_tokens(context_tokens)
-    return b * (model.linear_flops_per_token + attention)
-
-
-def prefill_flops(model: ModelProfile, new_tokens, cached_tokens=0.0):
-    """FLOPs to prefill ``s`` new tokens after ``p`` cached ones (causal attention).
-
-    ``s · 2·P_active + 2·n_h·(d_qk+d_v) · s · attended(p + s/2)``: each new token attends to the
-    cached prefix and, on average, half of the new tokens.
-    """
-    s = np.asarray(new_tokens, dtype=float)
-    return s * model.linear_flops_per_token + prefill_attention_flops(model, s, cached_tokens)
-
-
 def prefill_attention_flops(model: ModelProfile, new_tokens, cached_tokens=0.0):
     """Attention FLOPs of ``s`` new tokens after ``p`` cached: ``2·n_h·(d_qk+d_v) · s · attended(p + s/2)``."""
     s = np.asarray(new_tokens, dtype=float)

@@ -12,11 +12,10 @@ import pytest
 from planner.perf.profile import ModelProfile
 from planner.perf.roofline import (
     chunked_prefill_tokens_per_step,
-    decode_flops,
     decode_step,
     fixed_overhead_s,
     pipeline_shape,
-    prefill_flops,
+    prefill_attention_flops,
     prefill_pass,
 )
 from planner.perf.silicon import HardwareArrays, Silicon, compute_dtype
@@ -38,17 +37,11 @@ def toy(toy_model, toy_device):
     return ModelProfile.of(toy_model, "bf16", "bf16"), _hw(toy_device)
 
 
-def test_decode_flops_hand_case(toy):
+def test_prefill_attention_flops_hand_case(toy):
     model, _ = toy
-    # 2·328 linear + 4·2 heads·2 dims · (2 layers · 10 tokens) = 656 + 320
-    assert decode_flops(model, 1, 10) == pytest.approx(976.0)
-    assert decode_flops(model, 3, 10) == pytest.approx(3 * 976.0)
-
-
-def test_prefill_flops_hand_case(toy):
-    model, _ = toy
-    # 8 new tokens after 4 cached: 8·656 linear + 16 · 8 · (2 layers · (4 + 4)) attention
-    assert prefill_flops(model, 8, 4) == pytest.approx(8 * 656 + 16 * 8 * 16)
+    # 8 new tokens after 4 cached: 16 FLOPs · 8 tokens · (2 layers · (4 + 8/2)) attended
+    assert prefill_attention_flops(model, 8, 4) == pytest.approx(16 * 8 * 16)
+    assert prefill_attention_flops(model, 8) == pytest.approx(16 * 8 * 8)
 
 
 def test_decode_step_batch_one_hand_case(toy):

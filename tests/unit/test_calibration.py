@@ -292,11 +292,12 @@ def test_max_throughput_where_nothing_fits_predicts_no_throughput(catalog):
 
 def test_chosen_batch_is_the_batch_max_throughput_is_priced_at(catalog):
     costs = RooflineModel(catalog)
-    m = _m(regime="max_throughput", metric="output_tokens_per_s", isl=2000, osl=200)
+    # long prompts, short outputs: the prompts folded into every step make a small batch the best
+    m = _m(regime="max_throughput", metric="output_tokens_per_s", isl=8000, osl=50)
     batch = chosen_batch(m, costs)
     est = estimate(EstimateRequest(model="llama-3.1-8b", device="h100-sxm", dtype="fp8", kv_dtype="fp8",
-                                   tp=1, batch=batch, isl=2000, osl=200), catalog)
-    assert 1 < batch <= 2048
+                                   tp=1, batch=batch, isl=8000, osl=50), catalog)
+    assert 1 < batch < 64
     assert predict(m, costs)[0] == pytest.approx(est.output_tokens_per_s, rel=1e-9)
     assert chosen_batch(_m(), costs) == 1
     assert chosen_batch(_m(regime="fixed_concurrency", concurrency=24, devices=4, tp=2), costs) == 12
@@ -350,3 +351,17 @@ def test_a_family_with_only_check_records_is_fitted_on_its_non_speculative_ones(
     assert cal.fits["nvidia-hopper"].records == ["claim"]
     assert cal.fits["amd-cdna3"].records == ["target"]  # a family with a fit target is fitted on it alone
     assert {c.measurement.id for c in cal.comparisons} == {"claim", "spec", "target", "other-claim"}
+
+
+def test_max_throughput_of_an_expert_parallel_record_is_its_chosen_batch_at_fixed_concurrency(catalog):
+    """The batch chosen_batch reports, run as a fixed-concurrency record, gives the max-throughput prediction:
+    both price the same steady state with the record's expert parallelism."""
+    costs = RooflineModel(catalog)
+    # Qwen3-235B in fp8 over TP4: its dense part whole on each EP rank leaves room for fewer requests
+    m = _m(model="qwen3-235b-a22b", tp=4, ep=4, devices=8, regime="max_throughput", metric="output_tokens_per_s",
+           isl=8000, osl=1000)
+    batch = chosen_batch(m, costs)
+    fixed = m.model_copy(update={"regime": "fixed_concurrency", "concurrency": 2 * batch})  # two replicas
+    assert predict(fixed, costs)[0] == pytest.approx(predict(m, costs)[0], rel=1e-9)
+    without_ep = m.model_copy(update={"ep": None})
+    assert predict(without_ep, costs)[0] != pytest.approx(predict(m, costs)[0], rel=1e-3)

@@ -32,8 +32,8 @@ def test_sram_device_counts_are_the_least_and_its_double(toy_device):
 
 def test_kv_room_on_a_shared_tier_is_what_the_weights_leave(toy_device):
     gpu = _silicon(toy_device)
-    assert gpu.kv_room_bytes(0.4e9) == pytest.approx(0.5e9)
-    assert gpu.kv_room_bytes(0.4e9, 0.1e9) == pytest.approx(0.4e9)  # a draft model's weights beside the target's
+    assert gpu.kv_room_bytes(400_000_000) == pytest.approx(500_000_000, abs=1e-3)
+    assert gpu.kv_room_bytes(400_000_000, 100_000_000) == pytest.approx(400_000_000, abs=1e-3)  # a draft's weights too  # a draft model's weights beside the target's
 
 
 def test_kv_room_on_a_separate_tier_ignores_the_weights(toy_device):

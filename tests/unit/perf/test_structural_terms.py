@@ -49,7 +49,10 @@ def test_all_to_all_hand_case():
     # 2 MoE layers, 100 tokens per group, k=2, d=1000, 4 groups: message 100·2·1000·2 B · 3/4 = 300 kB
     # per call: 10 µs + 300e3 / 100e9 = 13 µs; 2 calls per layer · 2 layers → 52 µs
     assert comm.expert_all_to_all_s(2, 100, 2, 1000, 4, 100e9, 10e-6) == pytest.approx(52e-6)
+    # 2 groups: half the message leaves, 200 kB: 10 µs + 2 µs per call → 48 µs
+    assert comm.expert_all_to_all_s(2, 100, 2, 1000, 2, 100e9, 10e-6) == pytest.approx(48e-6)
     assert comm.expert_all_to_all_s(2, 100, 2, 1000, 1, 100e9, 10e-6) == 0.0
+    assert comm.expert_all_to_all_s(2, np.asarray([100.0, 200.0]), 2, 1000, 1, 100e9, 10e-6).tolist() == [0.0, 0.0]
 
 
 def test_dataflow_exchange_hand_case():

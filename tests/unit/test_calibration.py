@@ -20,6 +20,7 @@ from planner.calibration import (
     fit_body,
     family_priors,
     fit_family,
+    linearised_loo,
     median_ape,
     predict,
     source_of,
@@ -365,3 +366,31 @@ def test_max_throughput_of_an_expert_parallel_record_is_its_chosen_batch_at_fixe
     assert predict(fixed, costs)[0] == pytest.approx(predict(m, costs)[0], rel=1e-9)
     without_ep = m.model_copy(update={"ep": None})
     assert predict(without_ep, costs)[0] != pytest.approx(predict(m, costs)[0], rel=1e-3)
+
+
+def test_linearised_loo_is_the_press_residual_by_hand():
+    # fitting one mean to three points: leverage 1/3 each, so a left-out residual is r / (2/3)
+    jacobian = np.ones((3, 1))
+    assert linearised_loo(np.asarray([1.0, -1.0, 0.0]), jacobian, 3) == pytest.approx([1.5, -1.5, 0.0])
+    # a prior row is a fourth point that is never left out: leverage 1/4, r / (3/4); its own row is not returned
+    loo = linearised_loo(np.asarray([1.0, -1.0, 0.0, 0.5]), np.ones((4, 1)), 3)
+    assert loo == pytest.approx([4 / 3, -4 / 3, 0.0])
+
+
+def test_exact_leave_one_out_refits_and_agrees_with_the_linearised_one():
+    """Small and fast beside test_linearised_leave_one_out_matches_exact_refits: four H200 records, one off."""
+    priors = load_catalog(apply_fit=False)
+    costs = RooflineModel(priors)
+    records = []
+    for i, (isl, osl) in enumerate([(1000, 500), (128, 2048), (4000, 200), (500, 1000)]):
+        m = _m(id=f"r{i}", device="h200", isl=isl, osl=osl)
+        records.append(m.model_copy(update={"value": (1.5 if i == 0 else 1.0) * float(predict(m, costs)[0])}))
+    sd = load_families().prior_log_sd
+    exact = {c.measurement.id: c for c in calibrate(records, priors, sd, leave_one_out="exact").comparisons}
+    fast = {c.measurement.id: c for c in calibrate(records, priors, sd, leave_one_out=True).comparisons}
+    none = calibrate(records, priors, sd, leave_one_out=False).comparisons
+    assert all(c.predicted_loo is None for c in none)
+    assert abs(exact["r0"].loo_error_pct) > abs(exact["r0"].error_pct)
+    for record_id, c in exact.items():
+        assert c.predicted == pytest.approx(fast[record_id].predicted)
+        assert c.loo_error_pct == pytest.approx(fast[record_id].loo_error_pct, abs=1.0), record_id

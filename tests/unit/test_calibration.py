@@ -20,9 +20,11 @@ from planner.calibration import (
     fit_body,
     family_priors,
     fit_family,
+    fitted_catalog,
     linearised_loo,
     median_ape,
     predict,
+    replica_devices,
     source_of,
     summarise,
 )
@@ -243,6 +245,9 @@ def test_bands_need_two_ratios_and_take_a_familys_own_from_five():
     far = [_c(f"x{i}", 300.0, 100.0, 100.0, family="far") for i in range(5)]
     assert bands_from(own + far)["fam"]["tpot"] == pytest.approx((1.0, 1.36))
     assert bands_from(own[:4] + far)["fam"]["tpot"][1] == pytest.approx(3.0)  # four: the pooled ratios
+    # TTFT records band on their own; bounds are rounded to 4 decimals (p90 of 1, 1.1, 1.23456: 1.1 + 0.8·0.13456)
+    ttft = [_c(f"t{i}", 100.0 * r, 100.0, 100.0, metric="ttft_ms") for i, r in enumerate((1.0, 1.1, 1.23456))]
+    assert bands_from(ttft)["fam"] == {"ttft": (1.0, 1.2076)}
 
 
 def test_fit_body_is_the_calibration_rounded_for_fit_yaml():
@@ -274,9 +279,42 @@ def test_coverage_spans_the_fit_targets_dtypes_tp_prompt_and_batch(catalog):
              _c("r3", 10.0, 10.0, tp=8, devices=8, isl=9000, notes="LOW CONFIDENCE")]  # a check: not coverage
     assert coverage_of(comps, RooflineModel(catalog)) == {
         "fam": {"dtypes": ["bf16", "fp8"], "max_tp": 2, "max_isl": 4000, "max_batch": 16}}
+    best = _c("r4", 10.0, 10.0, regime="max_throughput", metric="output_tokens_per_s", isl=2000, osl=2000)
+    batch = chosen_batch(best.measurement, RooflineModel(catalog))
+    assert batch > 16
+    assert coverage_of(comps + [best], RooflineModel(catalog))["fam"]["max_batch"] == batch
 
 
 # ------------------------------------------------------------------ prediction and fit edge cases
+def test_prediction_uses_the_records_kv_dtype(catalog):
+    est = estimate(EstimateRequest(model="llama-3.1-8b", device="h100-sxm", dtype="fp8", kv_dtype="bf16",
+                                   tp=1, batch=1, isl=8000, osl=500), catalog)
+    got = predict(_m(kv_dtype="bf16", isl=8000), RooflineModel(catalog))[0]
+    assert got == pytest.approx(est.tpot_ms, rel=1e-9)
+    assert got != pytest.approx(predict(_m(isl=8000), RooflineModel(catalog))[0], rel=1e-3)
+
+
+def test_a_per_user_speed_without_lengths_is_predicted_at_the_assumed_ones(catalog):
+    est = estimate(EstimateRequest(model="llama-3.1-8b", device="h100-sxm", dtype="fp8", kv_dtype="fp8",
+                                   tp=1, batch=1, isl=1000, osl=500), catalog)
+    m = _m(isl=None, osl=None, metric="output_tokens_per_s_per_user")
+    assert m.comparable and not m.fit_target
+    assert predict(m, RooflineModel(catalog))[0] == pytest.approx(est.output_tokens_per_s_per_user, rel=1e-9)
+
+
+def test_replica_devices_without_a_stated_tp(catalog):
+    costs = RooflineModel(catalog)
+    assert replica_devices(_m(tp=2, pp=2, devices=8), costs) == 4
+    # 70B in bf16 (141 GB) on 72 GB-usable H100s: the fewest power of two that holds it is 2
+    assert replica_devices(_m(model="llama-3.3-70b", weights_dtype="bf16", kv_dtype="bf16", tp=None, devices=8),
+                           costs) == 2
+    # an SRAM machine runs the whole published system as one pipeline
+    assert replica_devices(_m(model="llama-3.3-70b", device="groq-lpu", tp=None, devices=576), costs) == 576
+    # nothing holds 405B in bf16 within 4 H100s: the published count
+    assert replica_devices(_m(model="llama-3.1-405b", weights_dtype="bf16", kv_dtype="bf16", tp=None, devices=4),
+                           costs) == 4
+
+
 def test_a_sub_token_output_length_predicts_one_output_token(catalog):
     # osl 0.4 rounds to zero tokens; the prediction runs one, as estimate does at osl 1
     est = estimate(EstimateRequest(model="llama-3.1-8b", device="h100-sxm", dtype="fp8", kv_dtype="fp8",
@@ -348,7 +386,9 @@ def test_a_family_with_only_check_records_is_fitted_on_its_non_speculative_ones(
     target = _m(id="target", device="mi300x", weights_dtype="fp8")
     target = target.model_copy(update={"value": float(predict(target, costs)[0])})
     other_claim = target.model_copy(update={"id": "other-claim", "notes": "LOW CONFIDENCE"})
-    cal = calibrate([claim, spec, target, other_claim], priors, load_families().prior_log_sd, leave_one_out=False)
+    server = target.model_copy(update={"id": "server", "regime": "server"})  # not comparable: left out entirely
+    cal = calibrate([claim, spec, target, other_claim, server], priors, load_families().prior_log_sd,
+                    leave_one_out=False)
     assert cal.fits["nvidia-hopper"].records == ["claim"]
     assert cal.fits["amd-cdna3"].records == ["target"]  # a family with a fit target is fitted on it alone
     assert {c.measurement.id for c in cal.comparisons} == {"claim", "spec", "target", "other-claim"}
@@ -391,6 +431,10 @@ def test_exact_leave_one_out_refits_and_agrees_with_the_linearised_one():
     none = calibrate(records, priors, sd, leave_one_out=False).comparisons
     assert all(c.predicted_loo is None for c in none)
     assert abs(exact["r0"].loo_error_pct) > abs(exact["r0"].error_pct)
+    # "exact" is a refit without the record (the linearised value differs from it by ~1e-6 here)
+    refit = fit_family("nvidia-hopper", records[1:], priors, sd)
+    alone = RooflineModel(fitted_catalog(priors, {"nvidia-hopper": refit}))
+    assert exact["r0"].predicted_loo == pytest.approx(float(predict(records[0], alone)[0]), rel=1e-8)
     for record_id, c in exact.items():
         assert c.predicted == pytest.approx(fast[record_id].predicted)
         assert c.loo_error_pct == pytest.approx(fast[record_id].loo_error_pct, abs=1.0), record_id

@@ -67,6 +67,8 @@ def test_prefill_forwards_every_argument_and_carries_the_ttft_band(costs):
     assert cost.low_s == pytest.approx(0.7 * direct.total_s)
     assert cost.high_s == pytest.approx(1.5 * direct.total_s)
     assert not np.allclose(cost.total_s, prefill_pass(model, _arrays(costs, "toy-gpu"), 4, 512).total_s)
+    plain = costs.prefill(model, costs.silicon("toy-gpu", "bf16"), 4, 512)  # no prefix, one prompt, no EP
+    assert plain.total_s == pytest.approx(prefill_pass(model, _arrays(costs, "toy-gpu"), 4, 512).total_s)
 
 
 def test_bands_follow_each_device_of_a_stack(costs):
@@ -136,9 +138,11 @@ def test_profile_defaults_the_kv_dtype(costs):
 def test_af_decode_is_the_af_step_with_the_attention_sides_band(costs):
     model = ModelProfile.of(costs.catalog.model("toy-moe"), "bf16", "bf16")
     a, f = costs.silicon("toy-gpu", "bf16"), costs.silicon("toy-bare", "bf16")
-    cost = costs.af_decode(model, a, 1, f, 2, 4, 10, 100e9, 1e-6)
-    step, attention, _ = af_decode_step(model, _arrays(costs, "toy-gpu"), 1, _arrays(costs, "toy-bare"), 2, 4, 10,
-                                        100e9, 1e-6)
+    # attention on two devices (paying all-reduces) is the slower side; experts on one
+    cost = costs.af_decode(model, a, 2, f, 1, 4, 10, 100e9, 1e-6)
+    step, attention, experts = af_decode_step(model, _arrays(costs, "toy-gpu"), 2, _arrays(costs, "toy-bare"), 1, 4,
+                                              10, 100e9, 1e-6)
+    assert attention.total_s > experts.total_s
     assert cost.total_s == pytest.approx(step)
     assert cost.parts.communication_s == pytest.approx(attention.communication_s)
     assert cost.low_s == pytest.approx(0.8 * step)

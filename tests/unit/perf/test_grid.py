@@ -26,6 +26,7 @@ def test_grid_axes_memory_and_power_by_hand(toy):
     model, hw = toy
     grid = evaluate_grid(model, hw, GridSpec(tp=(1, 2, 16), batch=(1, 4), input_tokens=(16, 48), output_tokens=32))
     assert grid.tpot_s.shape == (1, 3, 2, 2)
+    assert grid.devices.shape == grid.weights_bytes_per_device.shape == (1, 3, 1, 1)
     assert grid.devices.reshape(-1).tolist() == [1.0, 2.0, 16.0]
     assert grid.weights_bytes_per_device.reshape(-1) == pytest.approx([736.0, 368.0, 46.0])
     # paged KV: 16 + 32/2 = 32 tokens (2 pages) and 48 + 16 = 64 tokens (4 pages) at 16 B
@@ -80,3 +81,37 @@ def test_expert_parallel_grid_prices_every_pass_with_ep(moe_model, toy_device):
     # per device: the dense 416 B whole, a quarter of the 384 routed bytes; KV of 2 of the 8 sequences each
     assert grid.weights_bytes_per_device.reshape(-1) == pytest.approx([416.0 + 96.0])
     assert grid.kv_bytes_per_request_per_device.reshape(-1) == pytest.approx([512.0 / 4])
+
+
+def test_static_batch_prefill_prices_the_batchs_prompts_together(toy):
+    model, hw = toy
+    grid = evaluate_grid(model, hw, GridSpec(tp=(1,), batch=(1, 8), input_tokens=(64,), output_tokens=32,
+                                             static_batch_prefill=True))
+    n = np.ones((1, 1, 1, 1))
+    eight = prefill_pass(model, hw.expand(4), n, 64.0, prompts=8.0).total_s
+    assert grid.ttft_s[0, 0, 1, 0] == pytest.approx(float(np.ravel(eight)[0]))
+    one = evaluate_grid(model, hw, GridSpec(tp=(1,), batch=(8,), input_tokens=(64,), output_tokens=32))
+    assert one.ttft_s.reshape(-1)[0] < grid.ttft_s[0, 0, 1, 0]
+
+
+def test_steady_state_steps_carry_the_other_requests_prompts(toy):
+    model, hw = toy
+    grid = evaluate_grid(model, hw, GridSpec(tp=(1,), batch=(4,), input_tokens=(64,), output_tokens=16,
+                                             steady_state=True))
+    n, b = np.ones((1, 1, 1, 1)), np.full((1, 1, 1, 1), 4.0)
+    # each request brings 64/16 = 4 prompt tokens per step: the 3 others' 12 in a request's step, all 16 in the
+    # replica's throughput step
+    decode = decode_step(model, hw.expand(4), n, b, 72.0, prefill_tokens=12.0)
+    serving = decode_step(model, hw.expand(4), n, b, 72.0, prefill_tokens=16.0)
+    assert grid.tpot_s == pytest.approx(decode.total_s)
+    assert grid.serving.total_s == pytest.approx(serving.total_s)
+
+
+def test_expert_parallel_kv_share_splits_heads_over_the_attention_replica(moe_model, toy_device):
+    four_heads = moe_model.model_copy(update={"attention_heads": 4, "kv_heads": 4})
+    model = ModelProfile.of(four_heads, "bf16", "bf16")
+    grid = evaluate_grid(model, _hw(toy_device), GridSpec(tp=(4,), batch=(1,), input_tokens=(16,), output_tokens=32,
+                                                          ep=2))
+    # 32 held tokens · 2 layers · (2·4 heads·2 dims·2 B = 32 B) = 2048 B; each device: half the heads of its
+    # replica of 2 devices, and the KV of half the sequences (2 replicas) → 2048 / 2 / 2
+    assert grid.kv_bytes_per_request_per_device.reshape(-1) == pytest.approx([512.0])

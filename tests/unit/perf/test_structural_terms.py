@@ -28,6 +28,8 @@ def test_kernel_times_hand_case_and_zero_work():
     assert compute == pytest.approx(4e-3)  # 2e12 / (1e15 · 0.5)
     assert memory == pytest.approx(1.333333e-3)  # 3e9 / (3e12 · 0.75)
     assert kernel_times(0.0, 1e15, 0.0, 0.0, 3e12, 0.0) == (0.0, 0.0)
+    # less than a byte or a FLOP is still work: half a byte at 1e12 B/s · 0.5 takes 1e-12 s
+    assert kernel_times(0.5, 1e12, 0.5, 0.5, 1e12, 0.5) == pytest.approx((1e-12, 1e-12))
 
 
 def test_default_kv_dtype_is_fp8_beside_four_bit_weights():
@@ -89,6 +91,19 @@ def test_expert_parallel_step_pays_all_to_all_and_splits_kv(moe_model, toy_devic
     # a4a: 2 layers · 2 calls · (0 floor + (8/4 tokens · 2 · 4 · 2 B · 3/4) / 100 GB/s), no TP all-reduce
     assert ep.communication_s == pytest.approx(4 * (2 * 2 * 4 * 2 * 0.75) / 100e9)
     assert tp.communication_s > ep.communication_s  # TP4 pays 2 all-reduces per layer with 1 µs steps
+    # compute: each of the 4 ranks runs 2 of the 8 tokens' dense GEMMs (2 · 336 FLOPs at 0.5·2/66) and a quarter of
+    # the experts' 8 · 192 FLOPs, times the busiest group's load 1 + sqrt(2 ln 4 / (8·2/4)), at 0.5·r/(r + 64)
+    # with r = 16 / 3.984375 rows per touched expert (4·(1 − 0.5^8) touched); attention 8 · 320 / 4 at 0.5
+    rows = 16 / 3.984375
+    experts = 8 * 192 / 4 * (1 + math.sqrt(2 * math.log(4) / 4)) / (0.5e12 * rows / (rows + 64))
+    assert ep.compute_s == pytest.approx(672 * 33 / 0.5e12 + experts + 640 / 0.5e12)
+
+
+def test_dataflow_machine_exchanges_activations_instead_of_all_reducing(toy_model, toy_device):
+    model = ModelProfile.of(toy_model, "bf16", "bf16")
+    hw = HardwareArrays.of([Silicon.of(toy_device.model_copy(update={"kind": "dataflow"}), "bf16")])
+    # 2 layers · (1 µs + 1 token · 4 · 2 B / 100 GB/s), no all-reduce
+    assert decode_step(model, hw, 2, 1, 10).communication_s == pytest.approx(2 * (1e-6 + 8e-11))
 
 
 def test_kv_spill_blends_sram_and_dram_bandwidth(toy_model):
@@ -114,6 +129,10 @@ def test_kv_spill_blends_sram_and_dram_bandwidth(toy_model):
     assert float(kv_bandwidth(model, hw, 1, 328.0).reshape(-1)[0]) == pytest.approx(1.0 / (0.5 / 1e13 + 0.5 / 1e12))
     # all of it fits: SRAM bandwidth
     assert float(kv_bandwidth(model, hw, 1, 100.0).reshape(-1)[0]) == pytest.approx(1e13)
+    # weights overflowing the SRAM (a tenth of it per chip here) leave all the KV in DRAM
+    tiny = HardwareArrays.of([Silicon.of(corsair_like.model_copy(update={"memory_tiers": [
+        corsair_like.memory_tiers[0].model_copy(update={"capacity_gb": 1e-7}), corsair_like.memory_tiers[1]]}), "bf16")])
+    assert float(kv_bandwidth(model, tiny, 1, 100.0).reshape(-1)[0]) == pytest.approx(1e12)
     # capacity: the DRAM tier plus the SRAM beside the weights
     assert silicon.kv_room_bytes(model.weights_bytes) - 0.9e9 == pytest.approx(164.0)
 

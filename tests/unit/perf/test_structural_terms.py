@@ -28,8 +28,8 @@ def test_kernel_times_hand_case_and_zero_work():
     assert compute == pytest.approx(4e-3)  # 2e12 / (1e15 · 0.5)
     assert memory == pytest.approx(1.333333e-3)  # 3e9 / (3e12 · 0.75)
     assert kernel_times(0.0, 1e15, 0.0, 0.0, 3e12, 0.0) == (0.0, 0.0)
-    # less than a byte or a FLOP is still work: half a byte at 1e12 B/s · 0.5 takes 1e-12 s
-    assert kernel_times(0.5, 1e12, 0.5, 0.5, 1e12, 0.5) == pytest.approx((1e-12, 1e-12))
+    # less than a byte or a FLOP is still work: half a byte at 1 B/s · 0.5 takes a second
+    assert kernel_times(0.5, 1.0, 0.5, 0.5, 1.0, 0.5) == pytest.approx((1.0, 1.0))
 
 
 def test_default_kv_dtype_is_fp8_beside_four_bit_weights():

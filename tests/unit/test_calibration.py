@@ -248,6 +248,9 @@ def test_bands_need_two_ratios_and_take_a_familys_own_from_five():
     # TTFT records band on their own; bounds are rounded to 4 decimals (p90 of 1, 1.1, 1.23456: 1.1 + 0.8·0.13456)
     ttft = [_c(f"t{i}", 100.0 * r, 100.0, 100.0, metric="ttft_ms") for i, r in enumerate((1.0, 1.1, 1.23456))]
     assert bands_from(ttft)["fam"] == {"ttft": (1.0, 1.2076)}
+    # p10 of 0.876543, 1, 1.1: 0.876543 + 0.2·0.123457 = 0.9012344
+    low = [_c(f"l{i}", 100.0 * r, 100.0, 100.0, metric="ttft_ms") for i, r in enumerate((0.876543, 1.0, 1.1))]
+    assert bands_from(low)["fam"]["ttft"][0] == 0.9012
 
 
 def test_fit_body_is_the_calibration_rounded_for_fit_yaml():
@@ -279,6 +282,9 @@ def test_coverage_spans_the_fit_targets_dtypes_tp_prompt_and_batch(catalog):
              _c("r3", 10.0, 10.0, tp=8, devices=8, isl=9000, notes="LOW CONFIDENCE")]  # a check: not coverage
     assert coverage_of(comps, RooflineModel(catalog)) == {
         "fam": {"dtypes": ["bf16", "fp8"], "max_tp": 2, "max_isl": 4000, "max_batch": 16}}
+    # no stated TP: 70B in bf16 needs 2 H100s
+    untold = _c("r5", 10.0, 10.0, model="llama-3.3-70b", weights_dtype="bf16", kv_dtype="bf16", tp=None, devices=8)
+    assert coverage_of(comps + [untold], RooflineModel(catalog))["fam"]["max_tp"] == 2
     best = _c("r4", 10.0, 10.0, regime="max_throughput", metric="output_tokens_per_s", isl=2000, osl=2000)
     batch = chosen_batch(best.measurement, RooflineModel(catalog))
     assert batch > 16
@@ -308,6 +314,10 @@ def test_replica_devices_without_a_stated_tp(catalog):
     # 70B in bf16 (141 GB) on 72 GB-usable H100s: the fewest power of two that holds it is 2
     assert replica_devices(_m(model="llama-3.3-70b", weights_dtype="bf16", kv_dtype="bf16", tp=None, devices=8),
                            costs) == 2
+    est = estimate(EstimateRequest(model="llama-3.3-70b", device="h100-sxm", dtype="bf16", kv_dtype="bf16",
+                                   tp=2, batch=1, isl=1000, osl=500), catalog)
+    untold = _m(model="llama-3.3-70b", weights_dtype="bf16", kv_dtype="bf16", tp=None, devices=8)
+    assert predict(untold, costs)[0] == pytest.approx(est.tpot_ms, rel=1e-9)  # priced at those 2
     # an SRAM machine runs the whole published system as one pipeline
     assert replica_devices(_m(model="llama-3.3-70b", device="groq-lpu", tp=None, devices=576), costs) == 576
     # nothing holds 405B in bf16 within 4 H100s: the published count
@@ -391,7 +401,8 @@ def test_a_family_with_only_check_records_is_fitted_on_its_non_speculative_ones(
                     leave_one_out=False)
     assert cal.fits["nvidia-hopper"].records == ["claim"]
     assert cal.fits["amd-cdna3"].records == ["target"]  # a family with a fit target is fitted on it alone
-    assert {c.measurement.id for c in cal.comparisons} == {"claim", "spec", "target", "other-claim"}
+    assert {c.measurement.id: c.family for c in cal.comparisons} == {
+        "claim": "nvidia-hopper", "spec": "nvidia-hopper", "target": "amd-cdna3", "other-claim": "amd-cdna3"}
 
 
 def test_max_throughput_of_an_expert_parallel_record_is_its_chosen_batch_at_fixed_concurrency(catalog):

@@ -59,6 +59,14 @@ def test_weights_that_do_not_fit_leave_no_batch(toy_model, toy_device):
     assert not grid.fits.any()
 
 
+def test_weights_that_exactly_fill_the_usable_memory_fit(toy_model, toy_device):
+    model = ModelProfile.of(toy_model, "bf16", "bf16")
+    exact = _hw(toy_device, memory_tiers=[{"tier": "hbm", "capacity_gb": 736 / 0.9 / 1e9, "bandwidth_tb_s": 1.0}])
+    assert float(exact.usable_weights_bytes[0]) == 736.0
+    grid = evaluate_grid(model, exact, GridSpec(tp=(1,), batch=(1,), input_tokens=(16,), output_tokens=32))
+    assert grid.weights_fit.reshape(-1).tolist() == [True]
+
+
 def test_contiguous_kv_reserves_the_longest_context(toy):
     model, hw = toy
     grid = evaluate_grid(model, hw, GridSpec(tp=(1,), batch=(1,), input_tokens=(16, 48), output_tokens=32,

@@ -74,6 +74,8 @@ def test_decode_step_tensor_parallel_adds_allreduces(toy):
     assert cost.bound == "communication"
     # weights split in two (328 B per device); the single KV head is not split: 160 + 16 B per device
     assert cost.memory_s == pytest.approx(328 / 0.5e12 + 176 / 0.35e12)
+    # compute split in two as well: 328 dense FLOPs at 0.5·1/65, 160 attention FLOPs at 0.5
+    assert cost.compute_s == pytest.approx(328 * 65 / 0.5e12 + 160 / 0.5e12)
 
 
 def test_collective_call_floor_is_paid_per_allreduce(toy_model, toy_device):

@@ -97,6 +97,10 @@ def test_expert_parallel_step_pays_all_to_all_and_splits_kv(moe_model, toy_devic
     rows = 16 / 3.984375
     experts = 8 * 192 / 4 * (1 + math.sqrt(2 * math.log(4) / 4)) / (0.5e12 * rows / (rows + 64))
     assert ep.compute_s == pytest.approx(672 * 33 / 0.5e12 + experts + 640 / 0.5e12)
+    # memory: 336 dense bytes; a quarter of the 3.984375 touched experts' 48 B in each of 2 layers plus the
+    # shuffle of 2 tokens (2 · 2 · 8 · 4 · 2 B = 256 B); the KV of a quarter of the 8 sequences (160 B read,
+    # 16 B written each) at 0.35 TB/s
+    assert ep.memory_s == pytest.approx((336 + 2 * 3.984375 * 48 / 4 + 256) / 0.5e12 + 8 * 176 / 4 / 0.35e12)
 
 
 def test_dataflow_machine_exchanges_activations_instead_of_all_reducing(toy_model, toy_device):

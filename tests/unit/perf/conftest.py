@@ -18,3 +18,20 @@ def moe_model() -> ModelArch:
         moe={"experts": 4, "experts_active": 2, "expert_ffn_size": 2},
         published_params_b={"total": 3.32e-7, "active": 2.64e-7},
     )
+
+
+@pytest.fixture()
+def spill_device():
+    """An SRAM chip (1000 B at 10 TB/s) whose KV spills to 1 GB of DRAM at 1 TB/s; otherwise the toy device."""
+    from planner.schema import Device
+
+    return Device(
+        id="spill", vendor="toy", name="Spill", kind="asic", peak_dense_tflops={"bf16": 1.0},
+        memory_tiers=[{"tier": "sram", "capacity_gb": 1e-6, "bandwidth_tb_s": 10.0},
+                      {"tier": "dram", "capacity_gb": 1.0, "bandwidth_tb_s": 1.0}],
+        weights_tier="sram", kv_tier="dram",
+        scale_up={"bandwidth_gb_s": 100.0, "latency_us": 1.0, "domain_size": 8},
+        scale_out={"bandwidth_gb_s": 10.0, "latency_us": 5.0},
+        tdp_w=500.0, devices_per_node=8, node_overhead_w=0.0, price_usd=1.0, price_usd_per_hour=1.0,
+        mfu=0.5, mbu=0.5, layer_latency_us=0.0,
+    )

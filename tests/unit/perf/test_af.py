@@ -40,6 +40,15 @@ def test_attention_side_also_drops_shared_experts(moe_model):
     assert side.weights_bytes == pytest.approx(896.0 - 384.0 - 96.0)
     assert side.always_active_bytes == pytest.approx(432.0 - 96.0)
     assert side.linear_flops_per_token == pytest.approx(624.0 - 288.0)
+    experts = expert_side(ModelProfile.of(shared, "bf16", "bf16"))
+    assert experts.weights_bytes == pytest.approx(384.0 + 96.0)  # routed and shared experts
+    assert experts.always_active_bytes == pytest.approx(96.0)
+
+
+def test_expert_side_has_only_the_moe_layers(moe_model):
+    with_dense = moe_model.model_copy(update={"layers": 3, "ffn_size": 8, "moe": moe_model.moe.model_copy(
+        update={"dense_layers": 1})})
+    assert expert_side(ModelProfile.of(with_dense, "bf16", "bf16")).layers == 2
 
 
 def test_expert_side_keeps_only_the_experts(moe):

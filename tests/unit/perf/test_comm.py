@@ -12,6 +12,12 @@ def test_ring_allreduce_hand_case():
     assert comm.ring_allreduce_s(MB, 4, BW, LAT) == pytest.approx(21e-6)
 
 
+def test_single_device_collectives_cost_nothing():
+    assert comm.ring_allreduce_s(MB, 1, BW, LAT) == 0.0
+    assert comm.tree_allreduce_s(MB, 1, BW, LAT) == 0.0
+    assert comm.pipeline_hops_s(1, 1000, 1, 1e9, LAT) == 0.0
+
+
 def test_tree_allreduce_hand_case():
     # 15 µs of bandwidth + 2·log2(4) · 1 µs = 4 µs
     assert comm.tree_allreduce_s(MB, 4, BW, LAT) == pytest.approx(19e-6)

@@ -121,6 +121,8 @@ def test_silicon_and_arrays_are_converted_once(costs, toy_device):
     silicon = costs.silicon("toy-gpu", "bf16")
     assert costs.silicon("toy-gpu", "bf16") is silicon
     assert costs.silicon(costs.catalog.device("toy-gpu"), "bf16") is silicon
+    other = costs.silicon("toy-bare", "bf16")
+    assert costs.silicon("toy-gpu", "bf16") is silicon and costs.silicon("toy-bare", "bf16") is other
     assert costs.silicon(toy_device.model_copy(), "bf16") is not silicon  # another Device object: converted again
     arrays = costs.hardware(silicon)
     assert costs.hardware(silicon) is arrays
@@ -146,6 +148,13 @@ def test_af_decode_is_the_af_step_with_the_attention_sides_band(costs):
     assert cost.total_s == pytest.approx(step)
     assert cost.parts.communication_s == pytest.approx(attention.communication_s)
     assert cost.low_s == pytest.approx(0.8 * step)
+    # a fixed step cost on the attention side stays in the total once; experts on 2 devices, attention on 1
+    slow = costs.silicon(costs.catalog.device("toy-gpu").model_copy(update={"step_overhead_us": 5.0}), "bf16")
+    cost = costs.af_decode(model, slow, 1, f, 2, 4, 10, 100e9, 1e-6)
+    step, attention, experts = af_decode_step(model, HardwareArrays.of([slow]), 1, _arrays(costs, "toy-bare"), 2, 4,
+                                              10, 100e9, 1e-6)
+    assert float(np.ravel(experts.communication_s)[0]) > 0.0
+    assert cost.total_s == pytest.approx(step)
 
 
 def test_speculation_arithmetic_through_the_seam(costs):

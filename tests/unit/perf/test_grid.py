@@ -26,6 +26,7 @@ def test_grid_axes_memory_and_power_by_hand(toy):
     model, hw = toy
     grid = evaluate_grid(model, hw, GridSpec(tp=(1, 2, 16), batch=(1, 4), input_tokens=(16, 48), output_tokens=32))
     assert grid.tpot_s.shape == (1, 3, 2, 2)
+    assert grid.batch.shape == (1, 1, 2, 1)
     assert grid.devices.shape == grid.weights_bytes_per_device.shape == (1, 3, 1, 1)
     assert grid.devices.reshape(-1).tolist() == [1.0, 2.0, 16.0]
     assert grid.weights_bytes_per_device.reshape(-1) == pytest.approx([736.0, 368.0, 46.0])
@@ -67,6 +68,25 @@ def test_weights_that_exactly_fill_the_usable_memory_fit(toy_model, toy_device):
     assert grid.weights_fit.reshape(-1).tolist() == [True]
 
 
+def test_exactly_one_request_beside_the_weights(toy_model, toy_device):
+    model = ModelProfile.of(toy_model, "bf16", "bf16")
+    # 736 B of weights + one 512 B request (32 tokens · 16 B) fill the 1248 usable bytes exactly
+    hw = _hw(toy_device, memory_tiers=[{"tier": "hbm", "capacity_gb": 1248 / 0.9 / 1e9, "bandwidth_tb_s": 1.0}])
+    assert float(hw.usable_weights_bytes[0]) == 1248.0
+    grid = evaluate_grid(model, hw, GridSpec(tp=(1,), batch=(1,), input_tokens=(16,), output_tokens=32))
+    assert grid.max_batch_in_memory.reshape(-1).tolist() == [1.0]
+    assert grid.fits.reshape(-1).tolist() == [True]
+
+
+def test_kv_spilling_from_sram_adds_the_sram_beside_the_weights(toy_model, spill_device):
+    model = ModelProfile.of(toy_model, "bf16", "bf16")
+    small = _hw(spill_device, memory_tiers=[{"tier": "sram", "capacity_gb": 1e-6, "bandwidth_tb_s": 10.0},
+                                            {"tier": "dram", "capacity_gb": 1e-6, "bandwidth_tb_s": 1.0}])
+    grid = evaluate_grid(model, small, GridSpec(tp=(1,), batch=(1,), input_tokens=(16,), output_tokens=32))
+    # 900 B of DRAM plus 900 − 736 = 164 B of SRAM: two 512 B requests (DRAM alone holds one)
+    assert grid.max_batch_in_memory.reshape(-1).tolist() == [2.0]
+
+
 def test_contiguous_kv_reserves_the_longest_context(toy):
     model, hw = toy
     grid = evaluate_grid(model, hw, GridSpec(tp=(1,), batch=(1,), input_tokens=(16, 48), output_tokens=32,
@@ -86,6 +106,11 @@ def test_expert_parallel_grid_prices_every_pass_with_ep(moe_model, toy_device):
     n, b = np.full((1, 1, 1, 1), 4.0), np.full((1, 1, 1, 1), 8.0)
     assert grid.tpot_s == pytest.approx(decode_step(model, hw.expand(4), n, b, 32.0, ep=4).total_s)
     assert grid.ttft_s == pytest.approx(prefill_pass(model, hw.expand(4), n, 16.0, ep=4).total_s)
+    steady = evaluate_grid(model, hw, GridSpec(tp=(4,), batch=(8,), input_tokens=(16,), output_tokens=32, ep=4,
+                                               steady_state=True))
+    # 16/32 prompt tokens per request per step: 7 others' 3.5 in a request's step, all 8 · 0.5 in the replica's
+    assert steady.tpot_s == pytest.approx(decode_step(model, hw.expand(4), n, b, 32.0, 3.5, ep=4).total_s)
+    assert steady.serving.total_s == pytest.approx(decode_step(model, hw.expand(4), n, b, 32.0, 4.0, ep=4).total_s)
     # per device: the dense 416 B whole, a quarter of the 384 routed bytes; KV of 2 of the 8 sequences each
     assert grid.weights_bytes_per_device.reshape(-1) == pytest.approx([416.0 + 96.0])
     assert grid.kv_bytes_per_request_per_device.reshape(-1) == pytest.approx([512.0 / 4])

@@ -167,3 +167,30 @@ def test_compute_dtype_falls_back_to_a_wider_format(catalog):
     a100 = catalog.device("a100-80gb")
     assert compute_dtype(a100, "fp8") == "bf16"
     assert compute_dtype(catalog.device("h100-sxm"), "fp8") == "fp8"
+
+
+def test_chunked_prefill_defaults_to_no_prefix_cache():
+    assert chunked_prefill_tokens_per_step(32, 2000, 500) == pytest.approx(128.0)
+
+
+def test_decode_step_with_a_prefill_chunk_attends_after_the_context(toy):
+    model, hw = toy
+    cost = decode_step(model, hw, 1, 1, 10, prefill_tokens=4)
+    # 5 rows of dense GEMMs: 5·656 FLOPs at 0.5·5/69; attention 320 (decode) + 16 · 4 · (2 · (10 + 2)) = 1536
+    assert cost.compute_s == pytest.approx(656 * 69 / 0.5e12 + 1856 / 0.5e12)
+    # KV: 160 B read; (1 + 4) · 16 B written
+    assert cost.memory_s == pytest.approx(656 / 0.5e12 + 240 / 0.35e12)
+
+
+def test_fixed_overhead_counts_moe_layers(moe_model, toy_device):
+    model = ModelProfile.of(moe_model, "bf16", "bf16")
+    hw = _hw(toy_device, layer_latency_us=5.0, step_overhead_us=100.0, moe_layer_latency_us=50.0)
+    # 2 layers · 5 µs + 2 MoE layers · 50 µs + 100 µs
+    assert fixed_overhead_s(model, hw) == pytest.approx(210e-6)
+
+
+def test_decode_on_a_spill_chip_reads_kv_from_sram_while_it_fits(toy_model, spill_device):
+    model = ModelProfile.of(toy_model, "bf16", "bf16")
+    cost = decode_step(model, HardwareArrays.of([Silicon.of(spill_device, "bf16")]), 1, 1, 10)
+    # 164 B of SRAM beside the 736 B of weights hold the 160 B of KV read: both at 10 TB/s
+    assert cost.memory_s == pytest.approx(656 / 0.5e13 + 176 / 0.35e13)

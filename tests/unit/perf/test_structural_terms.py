@@ -174,3 +174,38 @@ def test_cost_carries_breakdown_source_and_band(catalog):
     uncalibrated = costs.decode(model, costs.silicon("tpu-v7", "fp8"), 1, 1, 1000)
     assert costs.confidence("mi355x").level == "estimated"
     assert uncalibrated.band_high.reshape(-1)[0] > 1.0
+
+
+def test_expert_imbalance_below_one_token_per_group():
+    # half a token per group: 1 + sqrt(2 ln 4 / 0.5) = 3.35485
+    assert expert_imbalance(0.5, 4) == pytest.approx(1.0 + math.sqrt(2 * math.log(4) / 0.5))
+
+
+def test_expert_parallel_within_tensor_parallel_by_hand(moe_model, toy_device):
+    """TP4 with EP2: 2 attention replicas of 2 devices, each with 4 of the 8 tokens; experts split in two."""
+    model = ModelProfile.of(moe_model, "bf16", "bf16")
+    cost = decode_step(model, HardwareArrays.of([Silicon.of(toy_device, "bf16")]), 4, 8, 10, ep=2)
+    # communication: 4 all-reduces over 2 devices of 4 tokens · 4 · 2 B = 32 B (32/2 B / 100 GB/s + 2 · 1 µs), and
+    # 4 all-to-all calls of 4 tokens · 2 experts · 4 · 2 B · 1/2 = 32 B / 100 GB/s
+    assert cost.communication_s == pytest.approx(4 * (3.2e-10 + 2e-6) + 4 * 3.2e-10)
+    # memory: 336/2 dense bytes; half of 3.984375 touched experts' 48 B in 2 layers over 2 devices, plus the
+    # shuffle of 4 tokens (4 · 2 · 8 · 4 · 2 B); KV of half the sequences: (8 · 160 + 8 · 16) / 2 at 0.35 TB/s
+    assert cost.memory_s == pytest.approx((168 + 2 * 3.984375 * 48 / 2 / 2 + 512) / 0.5e12 + 704 / 0.35e12)
+    # compute: dense 4 · 336 / 2 FLOPs at 0.5·4/68; experts 8 · 192 / 2 · (1 + sqrt(2 ln 2 / 8)) / 2 at
+    # 0.5·r/(r + 64), r = 16/3.984375; attention 2560 / 2 / 2
+    rows = 16 / 3.984375
+    experts = 8 * 192 / 2 * (1 + math.sqrt(2 * math.log(2) / 8)) / 2 / (0.5e12 * rows / (rows + 64))
+    assert cost.compute_s == pytest.approx(672 * 17 / 0.5e12 + experts + 640 / 0.5e12)
+
+
+def test_kv_bandwidth_on_two_spill_chips_and_on_a_plain_second_tier(toy_model, spill_device, toy_device):
+    model = ModelProfile.of(toy_model, "bf16", "bf16")
+    two = HardwareArrays.of([Silicon.of(spill_device, "bf16")])
+    # two chips hold 368 B of weights each, leaving 532 B: half of 1064 B resident KV in SRAM
+    assert float(np.ravel(kv_bandwidth(model, two, 2, 1064.0))[0]) == pytest.approx(1.0 / (0.5 / 1e13 + 0.5 / 1e12))
+    split = Silicon.of(type(toy_device).model_validate({
+        **toy_device.model_dump(), "kv_tier": "dram",
+        "memory_tiers": [{"tier": "hbm", "capacity_gb": 1.0, "bandwidth_tb_s": 1.0},
+                         {"tier": "dram", "capacity_gb": 2.0, "bandwidth_tb_s": 0.1}]}), "bf16")
+    # a GPU whose KV lives in a second tier reads it at that tier's speed
+    assert float(np.ravel(kv_bandwidth(model, HardwareArrays.of([split]), 1, 100.0))[0]) == pytest.approx(1e11)

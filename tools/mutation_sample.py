@@ -97,7 +97,7 @@ def main() -> int:
     shutil.rmtree("mutants", ignore_errors=True)
     names = generate_mutants()
     picked = names if args.sample is None else sorted(sorted(names, key=lambda name: rank(name, args.seed))[:args.sample])
-    print(f"{len(picked)} of {len(names)} mutants (seed {args.seed})", flush=True)
+    print(f"{len(picked)} of {len(names)} mutants" + ("" if args.sample is None else f" (seed {args.seed})"), flush=True)
     command = [sys.executable, "-m", "mutmut", "run", "--max-children", str(args.max_children)]
     with open("mutants/run.log", "w") as log:
         subprocess.run(command + (picked if args.sample is not None else []), stdout=log, stderr=subprocess.STDOUT)

@@ -1,6 +1,7 @@
 """The cost model's structural terms against hand-computed cases: efficiencies, MoE traffic and expert
 parallelism, KV spill from SRAM, dataflow exchange, the SRAM pipeline, silicon in base units, bands."""
 
+import dataclasses
 import math
 
 import numpy as np
@@ -10,7 +11,7 @@ from planner.perf import comm
 from planner.perf.efficiency import gemm_efficiency, kernel_times
 from planner.perf.model import RooflineModel
 from planner.perf.profile import ModelProfile, default_kv_dtype
-from planner.perf.roofline import decode_step, expert_imbalance, kv_bandwidth, moe_shuffle_bytes
+from planner.perf.roofline import decode_step, expert_imbalance, kv_bandwidth, moe_shuffle_bytes, prefill_pass
 from planner.perf.silicon import HardwareArrays, Silicon
 from planner.schema import Band
 
@@ -209,3 +210,19 @@ def test_kv_bandwidth_on_two_spill_chips_and_on_a_plain_second_tier(toy_model, s
                          {"tier": "dram", "capacity_gb": 2.0, "bandwidth_tb_s": 0.1}]}), "bf16")
     # a GPU whose KV lives in a second tier reads it at that tier's speed
     assert float(np.ravel(kv_bandwidth(model, HardwareArrays.of([split]), 1, 100.0))[0]) == pytest.approx(1e11)
+
+
+def test_expert_parallel_kv_share_in_decode_and_prefill(moe_model, toy_device):
+    """Four KV heads, TP4 with EP2: a device holds half the heads of half the sequences' KV (a quarter).
+    The KV's own time is the pass's memory time less that of the same model with no KV."""
+    four_heads = ModelProfile.of(moe_model.model_copy(update={"attention_heads": 4, "kv_heads": 4}), "bf16", "bf16")
+    no_kv = dataclasses.replace(four_heads, kv_bytes_per_token_layer=0.0)
+    hw = HardwareArrays.of([Silicon.of(toy_device, "bf16")])
+    # decode, 2 sequences at context 10: (2 · 640 B read + 2 · 64 B written) / 4 at 0.35 TB/s
+    kv = decode_step(four_heads, hw, 4, 2, 10, ep=2).memory_s - decode_step(no_kv, hw, 4, 2, 10, ep=2).memory_s
+    assert kv == pytest.approx(352 / 0.35e12)
+    # prefill of 8 tokens after 4 cached: (4 · 64 B read + 8 · 64 B written) / 4
+    pre, bare = prefill_pass(four_heads, hw, 4, 8, 4, ep=2), prefill_pass(no_kv, hw, 4, 8, 4, ep=2)
+    assert pre.memory_s - bare.memory_s == pytest.approx(192 / 0.35e12)
+    # and its collectives are the EP ones: 4 all-reduces of 4 tokens over 2 devices, 4 all-to-all calls
+    assert pre.communication_s == pytest.approx(4 * (3.2e-10 + 2e-6) + 4 * 3.2e-10)

@@ -58,40 +58,11 @@ class PassCost(NamedTuple):
         return np.array(BOUNDS)[np.argmax(stacked, axis=0)]
 
 
-def decode_flops(model: ModelProfile, batch, context_tokens):
-    """FLOPs of one decode step: ``b · (2·P_active + 2·n_h·(d_qk+d_v)·attended(c))``."""
-    b = np.asarray(batch, dtype=float)
-    attention = model.attention_flops_per_context_token_decode * model.attended_tokens(context_tokens)
-    return b * (model.linear_flops_per_token + attention)
-
-
-def prefill_flops(model: ModelProfile, new_tokens, cached_tokens=0.0):
-    """FLOPs to prefill ``s`` new tokens after ``p`` cached ones (causal attention).
-
-    ``s · 2·P_active + 2·n_h·(d_qk+d_v) · s · attended(p + s/2)``: each new token attends to the
-    cached prefix and, on average, half of the new tokens.
-    """
-    s = np.asarray(new_tokens, dtype=float)
-    return s * model.linear_flops_per_token + prefill_attention_flops(model, s, cached_tokens)
-
-
 def prefill_attention_flops(model: ModelProfile, new_tokens, cached_tokens=0.0):
     """Attention FLOPs of ``s`` new tokens after ``p`` cached: ``2·n_h·(d_qk+d_v) · s · attended(p + s/2)``."""
     s = np.asarray(new_tokens, dtype=float)
     mean_context = np.asarray(cached_tokens, dtype=float) + s / 2.0
     return model.attention_flops_per_context_token_prefill * s * model.attended_tokens(mean_context)
-
-
-def touched_weight_bytes(model: ModelProfile, tokens):
-    """Weight bytes a pass over ``tokens`` tokens reads: always-active weights plus touched experts.
-
-    ``W_active + L_moe · E·(1 − (1 − k/E)^tokens) · W_expert``. The input embedding is a lookup of
-    one row per token and is not read whole.
-    """
-    t = np.asarray(tokens, dtype=float)
-    if model.moe_layers == 0:
-        return np.full_like(t, model.always_active_bytes)
-    return model.always_active_bytes + model.moe_layers * touched_experts(model.experts, model.experts_active, t) * model.expert_bytes
 
 
 def kv_share(model: ModelProfile, hw: HardwareArrays, devices):

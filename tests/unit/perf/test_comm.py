@@ -12,6 +12,11 @@ def test_ring_allreduce_hand_case():
     assert comm.ring_allreduce_s(MB, 4, BW, LAT) == pytest.approx(21e-6)
 
 
+def test_single_device_collectives_cost_nothing():
+    assert comm.ring_allreduce_s(MB, 1, BW, LAT) == 0.0
+    assert comm.pipeline_hops_s(1, 1000, 1, 1e9, LAT) == 0.0
+
+
 def test_allreduce_in_a_node_is_the_ring_and_free_on_one_device():
     assert comm.allreduce_s(MB, 4, BW, LAT) == pytest.approx(21e-6)
     assert comm.allreduce_s(MB, 1, BW, LAT) == 0.0

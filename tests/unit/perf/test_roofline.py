@@ -12,13 +12,11 @@ import pytest
 from planner.perf.profile import ModelProfile
 from planner.perf.roofline import (
     chunked_prefill_tokens_per_step,
-    decode_flops,
     decode_step,
     fixed_overhead_s,
     pipeline_shape,
-    prefill_flops,
+    prefill_attention_flops,
     prefill_pass,
-    touched_weight_bytes,
 )
 from planner.perf.silicon import HardwareArrays, Silicon, compute_dtype
 
@@ -27,22 +25,23 @@ def _hw(device, **update):
     return HardwareArrays.of([Silicon.of(device.model_copy(update=update), "bf16")])
 
 
+def _sram(device):
+    """The toy device with its 1 GB at 1 TB/s as SRAM: weights and KV on chip, layers pipelined."""
+    return type(device).model_validate({
+        **device.model_dump(), "memory_tiers": [{"tier": "sram", "capacity_gb": 1.0, "bandwidth_tb_s": 1.0}],
+        "weights_tier": "sram", "kv_tier": "sram"})
+
+
 @pytest.fixture()
 def toy(toy_model, toy_device):
     return ModelProfile.of(toy_model, "bf16", "bf16"), _hw(toy_device)
 
 
-def test_decode_flops_hand_case(toy):
+def test_prefill_attention_flops_hand_case(toy):
     model, _ = toy
-    # 2·328 linear + 4·2 heads·2 dims · (2 layers · 10 tokens) = 656 + 320
-    assert decode_flops(model, 1, 10) == pytest.approx(976.0)
-    assert decode_flops(model, 3, 10) == pytest.approx(3 * 976.0)
-
-
-def test_prefill_flops_hand_case(toy):
-    model, _ = toy
-    # 8 new tokens after 4 cached: 8·656 linear + 16 · 8 · (2 layers · (4 + 4)) attention
-    assert prefill_flops(model, 8, 4) == pytest.approx(8 * 656 + 16 * 8 * 16)
+    # 8 new tokens after 4 cached: 16 FLOPs · 8 tokens · (2 layers · (4 + 8/2)) attended
+    assert prefill_attention_flops(model, 8, 4) == pytest.approx(16 * 8 * 16)
+    assert prefill_attention_flops(model, 8) == pytest.approx(16 * 8 * 8)
 
 
 def test_decode_step_batch_one_hand_case(toy):
@@ -75,6 +74,8 @@ def test_decode_step_tensor_parallel_adds_allreduces(toy):
     assert cost.bound == "communication"
     # weights split in two (328 B per device); the single KV head is not split: 160 + 16 B per device
     assert cost.memory_s == pytest.approx(328 / 0.5e12 + 176 / 0.35e12)
+    # compute split in two as well: 328 dense FLOPs at 0.5·1/65, 160 attention FLOPs at 0.5
+    assert cost.compute_s == pytest.approx(328 * 65 / 0.5e12 + 160 / 0.5e12)
 
 
 def test_collective_call_floor_is_paid_per_allreduce(toy_model, toy_device):
@@ -104,6 +105,31 @@ def test_prefill_pass_hand_case(toy):
     assert cost.bound == "compute"
 
 
+def test_prefill_pass_after_a_cached_prefix_reads_its_kv(toy):
+    model, hw = toy
+    cost = prefill_pass(model, hw, 1, 8, cached_tokens=4)
+    # dense: 8·656 FLOPs at MFU 0.5·8/72 → 5248·9/0.5e12 = 9.4464e-8 s; reads 656 B / 0.5e12 = 1.312e-9 s
+    # attention: 16 · 8 · (2 layers · (4 + 8/2)) = 2048 FLOPs / 0.5e12 = 4.096e-9 s
+    # KV: the prefix's 4 tokens read (64 B) and the 8 new ones written (128 B), at 0.35 TB/s
+    assert cost.compute_s == pytest.approx(9.4464e-8 + 4.096e-9)
+    assert cost.memory_s == pytest.approx(1.312e-9 + 192 / 0.35e12)
+    assert cost.roofline_s == pytest.approx(9.4464e-8 + 4.096e-9)  # both groups compute bound
+
+
+def test_prefill_on_an_sram_pipeline_splits_kv_by_layer(toy_model, toy_device):
+    """Two chips, two stages: the 8 prompt tokens go through as two micro-batches of 4."""
+    model = ModelProfile.of(toy_model, "bf16", "bf16")
+    hw = _hw(_sram(toy_device))
+    cost = prefill_pass(model, hw, 2, 8, cached_tokens=4)
+    # dense: 4·656 FLOPs at MFU 0.5 (no tile to pad) = 5.248e-9 s; reads 656 B = 1.312e-9 s
+    # attention: 2048 / 2 micro-batches = 1024 FLOPs = 2.048e-9 s
+    # KV per chip: half of (64 B read + 128 B written), times 2 stages / 2 micro-batches = 96 B
+    assert cost.compute_s == pytest.approx(5.248e-9 + 2.048e-9)
+    assert cost.memory_s == pytest.approx(1.312e-9 + 96 / 0.35e12)
+    # one hop: 1 µs + 4 tokens · 4 · 2 B / 100 GB/s
+    assert cost.communication_s == pytest.approx(1e-6 + 3.2e-10)
+
+
 def test_static_batch_prefill_costs_the_prompts_together(toy):
     model, hw = toy
     one = prefill_pass(model, hw, 1, 512).total_s
@@ -114,10 +140,7 @@ def test_static_batch_prefill_costs_the_prompts_together(toy):
 def test_sram_pipeline_runs_its_stages_in_turn_at_batch_one(toy_model, toy_device):
     """Two chips, two layers: two stages. Batch 1 crosses them in turn; batch 2 fills both."""
     model = ModelProfile.of(toy_model, "bf16", "bf16")
-    sram = type(toy_device).model_validate({
-        **toy_device.model_dump(), "memory_tiers": [{"tier": "sram", "capacity_gb": 1.0, "bandwidth_tb_s": 1.0}],
-        "weights_tier": "sram", "kv_tier": "sram"})
-    hw = _hw(sram)
+    hw = _hw(_sram(toy_device))
     assert [float(x.reshape(-1)[0]) for x in pipeline_shape(model, hw, 2, 1)] == [2.0, 1.0, 1.0]
     one = decode_step(model, hw, 2, 1, 10)
     # memory: all 656 weight bytes are read per token, stage after stage (not 656/2 in parallel)
@@ -126,11 +149,6 @@ def test_sram_pipeline_runs_its_stages_in_turn_at_batch_one(toy_model, toy_devic
     assert one.communication_s == pytest.approx(1e-6 + 8e-11)
     two = decode_step(model, hw, 2, 2, 10)
     assert two.total_s == pytest.approx(one.total_s)  # two micro-batches in flight, one per stage
-
-
-def test_touched_weights_for_dense_model_skip_the_input_embedding(toy):
-    model, _ = toy
-    assert touched_weight_bytes(model, 7) == pytest.approx(656.0)
 
 
 def test_chunked_prefill_tokens_per_step():
@@ -149,3 +167,30 @@ def test_compute_dtype_falls_back_to_a_wider_format(catalog):
     a100 = catalog.device("a100-80gb")
     assert compute_dtype(a100, "fp8") == "bf16"
     assert compute_dtype(catalog.device("h100-sxm"), "fp8") == "fp8"
+
+
+def test_chunked_prefill_defaults_to_no_prefix_cache():
+    assert chunked_prefill_tokens_per_step(32, 2000, 500) == pytest.approx(128.0)
+
+
+def test_decode_step_with_a_prefill_chunk_attends_after_the_context(toy):
+    model, hw = toy
+    cost = decode_step(model, hw, 1, 1, 10, prefill_tokens=4)
+    # 5 rows of dense GEMMs: 5·656 FLOPs at 0.5·5/69; attention 320 (decode) + 16 · 4 · (2 · (10 + 2)) = 1536
+    assert cost.compute_s == pytest.approx(656 * 69 / 0.5e12 + 1856 / 0.5e12)
+    # KV: 160 B read; (1 + 4) · 16 B written
+    assert cost.memory_s == pytest.approx(656 / 0.5e12 + 240 / 0.35e12)
+
+
+def test_fixed_overhead_counts_moe_layers(moe_model, toy_device):
+    model = ModelProfile.of(moe_model, "bf16", "bf16")
+    hw = _hw(toy_device, layer_latency_us=5.0, step_overhead_us=100.0, moe_layer_latency_us=50.0)
+    # 2 layers · 5 µs + 2 MoE layers · 50 µs + 100 µs
+    assert fixed_overhead_s(model, hw) == pytest.approx(210e-6)
+
+
+def test_decode_on_a_spill_chip_reads_kv_from_sram_while_it_fits(toy_model, spill_device):
+    model = ModelProfile.of(toy_model, "bf16", "bf16")
+    cost = decode_step(model, HardwareArrays.of([Silicon.of(spill_device, "bf16")]), 1, 1, 10)
+    # 164 B of SRAM beside the 736 B of weights hold the 160 B of KV read: both at 10 TB/s
+    assert cost.memory_s == pytest.approx(656 / 0.5e13 + 176 / 0.35e13)

@@ -1,6 +1,7 @@
 """The cost model's structural terms against hand-computed cases: efficiencies, MoE traffic and expert
 parallelism, KV spill from SRAM, dataflow exchange, the SRAM pipeline, silicon in base units, bands."""
 
+import dataclasses
 import math
 
 import numpy as np
@@ -10,9 +11,9 @@ from planner.perf import comm
 from planner.perf.efficiency import gemm_efficiency, kernel_times
 from planner.perf.model import RooflineModel
 from planner.perf.profile import ModelProfile, default_kv_dtype
-from planner.perf.roofline import decode_step, expert_imbalance, kv_bandwidth, moe_shuffle_bytes
+from planner.perf.roofline import decode_step, expert_imbalance, kv_bandwidth, moe_shuffle_bytes, prefill_pass
 from planner.perf.silicon import HardwareArrays, Silicon
-from planner.schema import Band, ModelArch
+from planner.schema import Band
 
 
 def test_gemm_efficiency_is_tile_quantisation():
@@ -28,6 +29,8 @@ def test_kernel_times_hand_case_and_zero_work():
     assert compute == pytest.approx(4e-3)  # 2e12 / (1e15 · 0.5)
     assert memory == pytest.approx(1.333333e-3)  # 3e9 / (3e12 · 0.75)
     assert kernel_times(0.0, 1e15, 0.0, 0.0, 3e12, 0.0) == (0.0, 0.0)
+    # less than a byte or a FLOP is still work: half a byte at 1 B/s · 0.5 takes a second
+    assert kernel_times(0.5, 1.0, 0.5, 0.5, 1.0, 0.5) == pytest.approx((1.0, 1.0))
 
 
 def test_default_kv_dtype_is_fp8_beside_four_bit_weights():
@@ -49,7 +52,10 @@ def test_all_to_all_hand_case():
     # 2 MoE layers, 100 tokens per group, k=2, d=1000, 4 groups: message 100·2·1000·2 B · 3/4 = 300 kB
     # per call: 10 µs + 300e3 / 100e9 = 13 µs; 2 calls per layer · 2 layers → 52 µs
     assert comm.expert_all_to_all_s(2, 100, 2, 1000, 4, 100e9, 10e-6) == pytest.approx(52e-6)
+    # 2 groups: half the message leaves, 200 kB: 10 µs + 2 µs per call → 48 µs
+    assert comm.expert_all_to_all_s(2, 100, 2, 1000, 2, 100e9, 10e-6) == pytest.approx(48e-6)
     assert comm.expert_all_to_all_s(2, 100, 2, 1000, 1, 100e9, 10e-6) == 0.0
+    assert comm.expert_all_to_all_s(2, np.asarray([100.0, 200.0]), 2, 1000, 1, 100e9, 10e-6).tolist() == [0.0, 0.0]
 
 
 def test_dataflow_exchange_hand_case():
@@ -61,21 +67,6 @@ def test_dataflow_exchange_hand_case():
 def test_allreduce_call_floor_adds_once_per_call():
     base = comm.allreduce_s(1e6, 4, 1e11, 1e-6)
     assert comm.allreduce_s(1e6, 4, 1e11, 1e-6, call_latency_s=5e-6) == pytest.approx(base + 5e-6)
-
-
-@pytest.fixture()
-def moe_model() -> ModelArch:
-    """2 layers, d=4, 2 heads of 2, 1 KV head, 4 experts of FFN 2, 2 active, no dense layers.
-
-    attention/layer 48, router/layer 16, LM head 40 → always active 2·(48 + 16) + 40 = 168;
-    one expert 3·4·2 = 24; routed bytes (bf16) = 2 layers · 4 · 24 · 2 B = 384.
-    """
-    return ModelArch(
-        id="toy-moe", name="Toy MoE", family="toy", source="hand-made", layers=2, hidden_size=4, attention_heads=2,
-        kv_heads=1, head_dim=2, ffn_size=0, vocab_size=10, max_context_tokens=64,
-        moe={"experts": 4, "experts_active": 2, "expert_ffn_size": 2},
-        published_params_b={"total": 3.32e-7, "active": 2.64e-7},
-    )
 
 
 def test_moe_shuffle_bytes_hand_case(moe_model):
@@ -101,6 +92,23 @@ def test_expert_parallel_step_pays_all_to_all_and_splits_kv(moe_model, toy_devic
     # a4a: 2 layers · 2 calls · (0 floor + (8/4 tokens · 2 · 4 · 2 B · 3/4) / 100 GB/s), no TP all-reduce
     assert ep.communication_s == pytest.approx(4 * (2 * 2 * 4 * 2 * 0.75) / 100e9)
     assert tp.communication_s > ep.communication_s  # TP4 pays 2 all-reduces per layer with 1 µs steps
+    # compute: each of the 4 ranks runs 2 of the 8 tokens' dense GEMMs (2 · 336 FLOPs at 0.5·2/66) and a quarter of
+    # the experts' 8 · 192 FLOPs, times the busiest group's load 1 + sqrt(2 ln 4 / (8·2/4)), at 0.5·r/(r + 64)
+    # with r = 16 / 3.984375 rows per touched expert (4·(1 − 0.5^8) touched); attention 8 · 320 / 4 at 0.5
+    rows = 16 / 3.984375
+    experts = 8 * 192 / 4 * (1 + math.sqrt(2 * math.log(4) / 4)) / (0.5e12 * rows / (rows + 64))
+    assert ep.compute_s == pytest.approx(672 * 33 / 0.5e12 + experts + 640 / 0.5e12)
+    # memory: 336 dense bytes; a quarter of the 3.984375 touched experts' 48 B in each of 2 layers plus the
+    # shuffle of 2 tokens (2 · 2 · 8 · 4 · 2 B = 256 B); the KV of a quarter of the 8 sequences (160 B read,
+    # 16 B written each) at 0.35 TB/s
+    assert ep.memory_s == pytest.approx((336 + 2 * 3.984375 * 48 / 4 + 256) / 0.5e12 + 8 * 176 / 4 / 0.35e12)
+
+
+def test_dataflow_machine_exchanges_activations_instead_of_all_reducing(toy_model, toy_device):
+    model = ModelProfile.of(toy_model, "bf16", "bf16")
+    hw = HardwareArrays.of([Silicon.of(toy_device.model_copy(update={"kind": "dataflow"}), "bf16")])
+    # 2 layers · (1 µs + 1 token · 4 · 2 B / 100 GB/s), no all-reduce
+    assert decode_step(model, hw, 2, 1, 10).communication_s == pytest.approx(2 * (1e-6 + 8e-11))
 
 
 def test_kv_spill_blends_sram_and_dram_bandwidth(toy_model):
@@ -126,8 +134,12 @@ def test_kv_spill_blends_sram_and_dram_bandwidth(toy_model):
     assert float(kv_bandwidth(model, hw, 1, 328.0).reshape(-1)[0]) == pytest.approx(1.0 / (0.5 / 1e13 + 0.5 / 1e12))
     # all of it fits: SRAM bandwidth
     assert float(kv_bandwidth(model, hw, 1, 100.0).reshape(-1)[0]) == pytest.approx(1e13)
+    # weights overflowing the SRAM (a tenth of it per chip here) leave all the KV in DRAM
+    tiny = HardwareArrays.of([Silicon.of(corsair_like.model_copy(update={"memory_tiers": [
+        corsair_like.memory_tiers[0].model_copy(update={"capacity_gb": 1e-7}), corsair_like.memory_tiers[1]]}), "bf16")])
+    assert float(kv_bandwidth(model, tiny, 1, 100.0).reshape(-1)[0]) == pytest.approx(1e12)
     # capacity: the DRAM tier plus the SRAM beside the weights
-    assert silicon.kv_room_bytes(model.weights_bytes) == pytest.approx(0.9e9 + 164.0)
+    assert silicon.kv_room_bytes(model.weights_bytes) - 0.9e9 == pytest.approx(164.0)
 
 
 def test_silicon_converts_once_to_base_units(catalog):
@@ -163,3 +175,54 @@ def test_cost_carries_breakdown_source_and_band(catalog):
     uncalibrated = costs.decode(model, costs.silicon("tpu-v7", "fp8"), 1, 1, 1000)
     assert costs.confidence("mi355x").level == "estimated"
     assert uncalibrated.band_high.reshape(-1)[0] > 1.0
+
+
+def test_expert_imbalance_below_one_token_per_group():
+    # half a token per group: 1 + sqrt(2 ln 4 / 0.5) = 3.35485
+    assert expert_imbalance(0.5, 4) == pytest.approx(1.0 + math.sqrt(2 * math.log(4) / 0.5))
+
+
+def test_expert_parallel_within_tensor_parallel_by_hand(moe_model, toy_device):
+    """TP4 with EP2: 2 attention replicas of 2 devices, each with 4 of the 8 tokens; experts split in two."""
+    model = ModelProfile.of(moe_model, "bf16", "bf16")
+    cost = decode_step(model, HardwareArrays.of([Silicon.of(toy_device, "bf16")]), 4, 8, 10, ep=2)
+    # communication: 4 all-reduces over 2 devices of 4 tokens · 4 · 2 B = 32 B (32/2 B / 100 GB/s + 2 · 1 µs), and
+    # 4 all-to-all calls of 4 tokens · 2 experts · 4 · 2 B · 1/2 = 32 B / 100 GB/s
+    assert cost.communication_s == pytest.approx(4 * (3.2e-10 + 2e-6) + 4 * 3.2e-10)
+    # memory: 336/2 dense bytes; half of 3.984375 touched experts' 48 B in 2 layers over 2 devices, plus the
+    # shuffle of 4 tokens (4 · 2 · 8 · 4 · 2 B); KV of half the sequences: (8 · 160 + 8 · 16) / 2 at 0.35 TB/s
+    assert cost.memory_s == pytest.approx((168 + 2 * 3.984375 * 48 / 2 / 2 + 512) / 0.5e12 + 704 / 0.35e12)
+    # compute: dense 4 · 336 / 2 FLOPs at 0.5·4/68; experts 8 · 192 / 2 · (1 + sqrt(2 ln 2 / 8)) / 2 at
+    # 0.5·r/(r + 64), r = 16/3.984375; attention 2560 / 2 / 2
+    rows = 16 / 3.984375
+    experts = 8 * 192 / 2 * (1 + math.sqrt(2 * math.log(2) / 8)) / 2 / (0.5e12 * rows / (rows + 64))
+    assert cost.compute_s == pytest.approx(672 * 17 / 0.5e12 + experts + 640 / 0.5e12)
+
+
+def test_kv_bandwidth_on_two_spill_chips_and_on_a_plain_second_tier(toy_model, spill_device, toy_device):
+    model = ModelProfile.of(toy_model, "bf16", "bf16")
+    two = HardwareArrays.of([Silicon.of(spill_device, "bf16")])
+    # two chips hold 368 B of weights each, leaving 532 B: half of 1064 B resident KV in SRAM
+    assert float(np.ravel(kv_bandwidth(model, two, 2, 1064.0))[0]) == pytest.approx(1.0 / (0.5 / 1e13 + 0.5 / 1e12))
+    split = Silicon.of(type(toy_device).model_validate({
+        **toy_device.model_dump(), "kv_tier": "dram",
+        "memory_tiers": [{"tier": "hbm", "capacity_gb": 1.0, "bandwidth_tb_s": 1.0},
+                         {"tier": "dram", "capacity_gb": 2.0, "bandwidth_tb_s": 0.1}]}), "bf16")
+    # a GPU whose KV lives in a second tier reads it at that tier's speed
+    assert float(np.ravel(kv_bandwidth(model, HardwareArrays.of([split]), 1, 100.0))[0]) == pytest.approx(1e11)
+
+
+def test_expert_parallel_kv_share_in_decode_and_prefill(moe_model, toy_device):
+    """Four KV heads, TP4 with EP2: a device holds half the heads of half the sequences' KV (a quarter).
+    The KV's own time is the pass's memory time less that of the same model with no KV."""
+    four_heads = ModelProfile.of(moe_model.model_copy(update={"attention_heads": 4, "kv_heads": 4}), "bf16", "bf16")
+    no_kv = dataclasses.replace(four_heads, kv_bytes_per_token_layer=0.0)
+    hw = HardwareArrays.of([Silicon.of(toy_device, "bf16")])
+    # decode, 2 sequences at context 10: (2 · 640 B read + 2 · 64 B written) / 4 at 0.35 TB/s
+    kv = decode_step(four_heads, hw, 4, 2, 10, ep=2).memory_s - decode_step(no_kv, hw, 4, 2, 10, ep=2).memory_s
+    assert kv == pytest.approx(352 / 0.35e12)
+    # prefill of 8 tokens after 4 cached: (4 · 64 B read + 8 · 64 B written) / 4
+    pre, bare = prefill_pass(four_heads, hw, 4, 8, 4, ep=2), prefill_pass(no_kv, hw, 4, 8, 4, ep=2)
+    assert pre.memory_s - bare.memory_s == pytest.approx(192 / 0.35e12)
+    # and its collectives are the EP ones: 4 all-reduces of 4 tokens over 2 devices, 4 all-to-all calls
+    assert pre.communication_s == pytest.approx(4 * (3.2e-10 + 2e-6) + 4 * 3.2e-10)

@@ -5,7 +5,7 @@
 solve) or a process pool (``SILICONMIX_PLAN_EXECUTOR=process``: true parallelism on many cores, at the
 price of a spawned interpreter and catalog per worker). At most ``plan_queue_limit`` plans run or wait;
 one more is refused at once (503) rather than queued without bound. A plan on the thread pool stops when its
-token is cancelled (client gone, server stopping); one in a worker process is only abandoned.
+token is cancelled (client gone, server stopping); one in a worker process stops at its own time cap, not on a cancel.
 
 ``time_limit_s`` caps the whole request, as it does a background job: each MILP gets ``SOLVE_SHARE`` of it, and
 a timer stops what still runs when it passes, answering with the best plan so far (status ``time_limit``).

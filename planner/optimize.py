@@ -9,6 +9,8 @@ import time
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Mapping
 
+import numpy as np
+
 from planner import graph as task_graph
 from planner.candidates import Candidate, CandidateOptions, generate_candidates
 from planner.catalog import Catalog
@@ -149,11 +151,16 @@ def tie_break(workload: Workload, units: dict, first: Solved, options: PlanOptio
 
 
 def lp_bound(workload: Workload, units: dict, candidates: list[Candidate], options: PlanOptions) -> float | None:
-    """Bound on the first stage's objective from its LP relaxation (a floor: every objective is minimised),
-    or None when the relaxation has no solution (then neither has the MILP)."""
+    """Bound on the first stage's objective from its LP relaxation (a floor: every objective is minimised):
+    its optimum, the engine's bound when it stopped short, ``-inf`` (no pruning) without one; None only when
+    the relaxation is infeasible (then so is the MILP)."""
     model = build_model(workload, units, candidates, BuildOptions(objective=workload.objective))
     result = check_outcome(get_backend(options.solver).solve(relaxed(model), options.solve_options()))
-    return result.objective if result.has_solution and result.termination is Termination.OPTIMAL else None
+    if result.termination is Termination.INFEASIBLE:
+        return None
+    if result.termination is Termination.OPTIMAL and result.has_solution:
+        return result.objective
+    return result.bound if result.bound is not None else -np.inf
 
 
 def check_ids(workload: Workload, catalog: Catalog) -> None:
@@ -230,7 +237,7 @@ def _finished(workload: Workload, solved: Solved, graph_json: dict, start: float
     """The plan of a solve that has a solution, verified."""
     info = solver_info(solved.result, time.perf_counter() - start, solved.gap)
     plan = _decode(workload, solved, graph_json, info, baseline, catalog)
-    return plan.model_copy(update={"verification": verify_plan(plan, catalog)})
+    return plan.model_copy(update={"verification": verify_plan(plan, catalog, options.candidates)})
 
 
 def _decode(workload: Workload, solved: Solved, graph_json: dict, info, baseline: Baseline | None,
@@ -261,9 +268,10 @@ def homogeneous_subsets(candidates: list[Candidate]) -> dict[str, list[Candidate
 def best_homogeneous(workload: Workload, units: dict, candidates: list[Candidate], options: PlanOptions) -> Baseline:
     """The best single-device-type fleet under the same constraints (by the workload's objective).
 
-    Exact and lean: each device type's LP relaxation bounds what its fleet can reach; types are solved best
-    bound first, and one whose bound cannot beat the best fleet found so far is never solved. Only the
-    winner gets max_goodput's power tie-break (the figures the baseline reports).
+    Lean and exact up to the baseline gap: each device type's LP relaxation bounds what its fleet can reach;
+    types are solved best bound first, and one whose bound cannot beat the best fleet found so far (an
+    incumbent within ``baseline_gap``) is never solved. Only the winner gets max_goodput's power tie-break
+    (the figures the baseline reports).
     """
     options = options.for_baseline()
     subsets = homogeneous_subsets(candidates)

@@ -14,7 +14,8 @@ Cramér–Lundberg asymptotic ``P(W > t) ≈ C·e^{−θt}`` holds, with ``θ > 
 and ``C = (1 − ρ) / (λ·E[S e^{θS}] − 1)``; for deterministic ``S`` (λ = ρ/S) that is ``ρ(e^{θS} − 1) = θS`` and
 ``C = (1 − ρ) / (ρ e^{θS} − 1)``. With ``P(W > 0) = ρ`` exactly, ``P(W > t) = min(ρ, C e^{−θt})``, so the
 ``p``-th percentile wait is 0 when ``1 − p/100 ≥ ρ``, else ``ln(C / (1 − p/100)) / θ``. Against the exact
-M/D/1 distribution (Crommelin 1932) it is within a few percent at the tail percentiles SLOs use.
+M/D/1 distribution (Crommelin 1932) it is exact from ρ ≈ 0.5 up, within ±5 % at ρ = 0.3 and about 7 % low (optimistic) at
+ρ = 0.2 for p90-p95; pools that meet a tail SLO at low utilisation carry that error.
 """
 
 from __future__ import annotations

@@ -97,7 +97,7 @@ class Device(Frozen):
     collective_latency_us: NonNegative = 0.0
     collective_efficiency: Fraction = 1.0  # achieved all-reduce bus bandwidth / scale-up link bandwidth
     grouped_gemm_efficiency: Fraction = 1.0  # routed experts' grouped GEMM MFU / a dense GEMM's
-    collective_step_latency_us: NonNegative = 1.0  # one ring/tree step of a tensor-parallel all-reduce
+    collective_step_latency_us: NonNegative = 1.0  # one ring step of a tensor-parallel all-reduce
     attention_read_efficiency: Fraction = 0.7  # decode attention's KV-read MBU / a weight read's
     fp8_compute_scale: Fraction = 0.89  # large-GEMM MFU of fp8/int8 matmuls / bf16's
     fp4_compute_scale: Fraction = 0.5  # large-GEMM MFU of fp4 matmuls / bf16's

@@ -50,6 +50,23 @@ def test_tail_tpot_hand_case():
     assert float(tail_tpot_s(0.012, 0.040, 0.010, 0.3, 90)) == 0.040
     assert float(tail_tpot_s(0.012, 0.040, 0.010, 0.3, 50)) == 0.010
     assert float(tail_tpot_s(0.012, 0.040, 0.010, 0.3, None)) == 0.012  # the mean
+    assert float(tail_tpot_s(0.012, 0.011, 0.010, 1.0, 99)) == 0.012  # a carrying step is never below the mean
+
+
+def test_a_tail_tpot_slo_never_admits_more_than_the_same_mean_slo(catalog):
+    """Short prompts at a big batch: a step must carry more prefill (q = b·isl/osl) than one prompt holds, so the
+    carrying step packs several; the p99 pool is never bigger or faster than the mean one."""
+    def plan(percentile):
+        slo = {"ttft_ms": 2000, "tpot_ms": 30, **({"percentile": percentile} if percentile else {})}
+        return plan_workload(Workload.model_validate({
+            "model": "llama-3.1-8b", "dtype": "fp8", "strategies": ["aggregated"],
+            "classes": [{"name": "short", "rate_rps": 200, "input_tokens": 300, "output_tokens": 60, "slo": slo}],
+            "constraints": {"power_budget_kw": 50, "devices": ["h100-sxm"]},
+        }), catalog, EXACT)
+    mean, tail = plan(None), plan(99)
+    assert tail.goodput_scale <= mean.goodput_scale * (1 + 1e-9)
+    assert max(p.batch for p in tail.pools) <= max(p.batch for p in mean.pools)
+    assert all(p.tpot_ms <= 30 * (1 + 1e-9) for p in tail.pools) and tail.verification.ok
 
 
 def test_a_tail_tpot_slo_sees_the_chunks_aggregation_puts_on_decode(catalog):

@@ -141,7 +141,7 @@ def add_cost(b: ModelBuilder, workload: Workload, candidates: list[Candidate], n
 def replica_bound(workload: Workload, c: Candidate) -> float:
     """U_c: the most replicas of ``c`` the power budget holds, and the inventory of each of its device types."""
     cons = workload.constraints
-    most = np.floor(cons.power_budget_kw * WATTS_PER_KW / (cons.pue * c.power_w))
+    most = np.floor(cons.power_budget_kw * WATTS_PER_KW / (cons.pue * c.power_w) * (1 + 1e-9))  # 2.9999999 is 3
     for device, count in c.devices_by_type.items():
         if device in cons.inventory:
             most = min(most, cons.inventory[device] // count)

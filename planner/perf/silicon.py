@@ -89,7 +89,7 @@ class Silicon:
     moe_layer_latency_s: float
     step_overhead_s: float
     collective_latency_s: float
-    collective_step_s: float  # one ring/tree step of an all-reduce (the family's fitted term)
+    collective_step_s: float  # one ring step of an all-reduce (the family's fitted term)
     collective_bytes_s: float  # all-reduce bus bandwidth: link bandwidth · collective efficiency
 
     @classmethod

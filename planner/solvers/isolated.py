@@ -73,6 +73,7 @@ class Child:
         self.process = subprocess.Popen([sys.executable, "-m", "planner.solvers.isolated", target],
                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, close_fds=True,
                                         start_new_session=True)
+        self.killed = False
         self.hello: dict = self._answer(GRACE_S)
 
     def solve(self, model: IlpModel, options: SolveOptions) -> SolveResult:
@@ -96,7 +97,8 @@ class Child:
             raise ChildDied(self._discard()) from exc
 
     def kill(self) -> None:
-        """SIGKILL the child and every process it started (its process group)."""
+        """SIGKILL the child and every process it started (its process group); it is never reused."""
+        self.killed = True
         try:
             os.killpg(self.process.pid, signal.SIGKILL)
         except ProcessLookupError:  # already gone
@@ -198,7 +200,7 @@ class IsolatedBackend:
             return SolveResult(termination=Termination.ERROR, backend=self.name,
                                engine=options.engine or child.hello["default_engine"], message=str(exc))
         except SolveCancelled:
-            if child.process.poll() is None:  # cancelled before it was sent anything
+            if not child.killed and child.process.poll() is None:  # cancelled before it was sent anything
                 self._pool.release(child)
             else:
                 child._discard()

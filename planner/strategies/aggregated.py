@@ -47,13 +47,21 @@ def add_tasks(graph, rc: RequestClass, model, draft, spec) -> None:
 
 def tail_tpot_s(mean_step_s, chunk_step_s, plain_step_s, chunk_fraction, percentile):
     """TPOT at the SLO's statistic: the mean step, or for percentile ``p`` the step a ``p``-th percentile token
-    waits for. A share ``f = q / C`` of the steps carries a prefill chunk of ``C`` tokens (``q`` the mean prefill
-    tokens per step), the rest none: the ``p``-th percentile is the chunk-carrying step when ``f > 1 − p/100``,
-    else the plain decode step (seconds)."""
+    waits for. A share ``f = q / C`` of the steps carries ``C`` prefill tokens (``q`` the mean prefill tokens
+    per step, ``C`` what a carrying step holds: ``carrying_tokens``), the rest none: the ``p``-th percentile is
+    the carrying step (never below the mean step, whose ``q`` it holds at least) when ``f > 1 − p/100``, else the
+    plain decode step (a median may sit below the mean) (seconds)."""
+    mean = np.asarray(mean_step_s, dtype=float)
     if percentile is None:
-        return np.asarray(mean_step_s, dtype=float)
+        return mean
     carrying = np.asarray(chunk_fraction, dtype=float) > 1.0 - percentile / 100.0
-    return np.where(carrying, chunk_step_s, plain_step_s)
+    return np.where(carrying, np.maximum(chunk_step_s, mean), plain_step_s)
+
+
+def carrying_tokens(chunk_budget, new_tokens, mean_prefill_tokens):
+    """Prefill tokens a step that carries prefill holds: a whole prompt's chunk, or several prompts packed up
+    to the mean a step must carry, within the budget: ``min(budget, max(new, q))``."""
+    return np.minimum(chunk_budget, np.maximum(new_tokens, mean_prefill_tokens))
 
 
 def price(unit: str, ctx: Pricing, rc: RequestClass) -> list[Candidate]:
@@ -67,8 +75,12 @@ def price(unit: str, ctx: Pricing, rc: RequestClass) -> list[Candidate]:
         for n in s.device_counts(model.weights_bytes, options.max_tp):
             step = costs.decode(model, s, n, b, mean_context(rc), prefill_tokens=q).total_s.reshape(-1)
             chunk_step = costs.decode(model, s, n, b, mean_context(rc), prefill_tokens=chunk).total_s.reshape(-1)
-            plain = costs.decode(model, s, n, b, mean_context(rc)).total_s.reshape(-1) if rc.slo.percentile else step
-            tpot = tail_tpot_s(step, chunk_step, plain, q / chunk, rc.slo.percentile)
+            tpot = step
+            if rc.slo.percentile:
+                held = carrying_tokens(options.chunk_tokens, new, q)
+                loaded = costs.decode(model, s, n, b, mean_context(rc), prefill_tokens=held).total_s.reshape(-1)
+                plain = costs.decode(model, s, n, b, mean_context(rc)).total_s.reshape(-1)
+                tpot = tail_tpot_s(step, loaded, plain, q / held, rc.slo.percentile)
             service = math.ceil(new / chunk) * chunk_step  # the prompt's chunks ride on that many steps
             rho = max_utilization_at(ms_to_s(rc.slo.ttft_ms), service, 0.0, rc.slo.percentile)
             per_seq = model.kv_bytes(paged_kv_tokens(rc.input_tokens, rc.output_tokens)) * costs.kv_share(model, s, n).reshape(-1)
@@ -102,13 +114,18 @@ def recheck(pool: Pool, rc: RequestClass, check: Checking) -> Recheck:
     step = float(costs.decode(model, s, n, b, mean_context(rc), prefill_tokens=q).total_s.reshape(-1)[0])
     chunk = float(min(check.options.chunk_tokens, new))
     chunk_step = float(costs.decode(model, s, n, b, mean_context(rc), prefill_tokens=chunk).total_s.reshape(-1)[0])
-    plain = float(costs.decode(model, s, n, b, mean_context(rc)).total_s.reshape(-1)[0])
-    tpot = float(tail_tpot_s(step, chunk_step, plain, q / chunk, rc.slo.percentile))
+    tpot = step
+    if rc.slo.percentile:
+        held = float(carrying_tokens(check.options.chunk_tokens, new, q))
+        loaded = float(costs.decode(model, s, n, b, mean_context(rc), prefill_tokens=held).total_s.reshape(-1)[0])
+        plain = float(costs.decode(model, s, n, b, mean_context(rc)).total_s.reshape(-1)[0])
+        tpot = float(tail_tpot_s(step, loaded, plain, q / held, rc.slo.percentile))
     service = math.ceil(new / chunk) * chunk_step
     ttft = float(wait_s(min(pool.utilization, pool.utilization_cap), service, rc.slo.percentile)) + service
     latency_ok = (within(tpot, rc.slo.tpot_ms) and close(s_to_ms(tpot), pool.tpot_ms)
                   and within(ttft, rc.slo.ttft_ms) and close(s_to_ms(ttft), pool.ttft_ms))
-    return Recheck(latency_ok, decode_fits(model, costs, s, n, b, rc), b / (step * rc.output_tokens),
+    fits = decode_fits(model, costs, s, n, b, rc) and q <= check.options.chunk_tokens
+    return Recheck(latency_ok, fits, b / (step * rc.output_tokens),
                    f"aggregated on {pool.device}: recomputed TPOT {s_to_ms(tpot):.2f} ms / TTFT {s_to_ms(ttft):.1f} ms "
                    f"vs plan {pool.tpot_ms} / {pool.ttft_ms} ms")
 

@@ -262,6 +262,7 @@ def plan_command(
     gap: float = typer.Option(1e-4, help="relative optimality gap at which a solve stops (0.0001 = 0.01 %)"),
     devices: str | None = typer.Option(None, help="comma-separated device ids to allow"),
     baseline: bool = typer.Option(True, help="also solve the best homogeneous fleet"),
+    alternatives: int = typer.Option(0, min=0, max=10, help="also the N best plans with other device mixes"),
     as_json: bool = typer.Option(False, "--json", help="print the plan as JSON"),
     output: Path | None = typer.Option(None, "-o", "--output", help="also write the plan JSON here"),
 ) -> None:
@@ -278,7 +279,7 @@ def plan_command(
     try:
         workload = load_workload(workload_file, overrides)
         options = PlanOptions(solver=solver.value, engine=engine.value if engine else None, time_limit_s=time_limit_s, relative_gap=gap,
-                              baseline=baseline)
+                              baseline=baseline, alternatives=alternatives)
         plan = plan_workload(workload, catalog, options)
     except ValidationError as exc:
         fail(f"{workload_file}: {validation_line(exc)}")
@@ -342,6 +343,11 @@ def show_plan(plan) -> None:
                       f"({plan.baseline.power_kw:,.1f} kW, ${plan.baseline.cost_usd_per_hour:,.2f}/h){gain}", highlight=False, markup=False)
     for line in gain_lines(plan):
         console.print(line, highlight=False, markup=False)
+    for i, alt in enumerate(plan.alternatives, start=1):
+        mix = ", ".join(f"{n} {d}" for d, n in alt.devices_by_type.items())
+        console.print(f"alternative {i}: {mix}: goodput scale {alt.goodput_scale:.3f}, {alt.power_kw:,.1f} kW, "
+                      f"${alt.cost_usd_per_hour:,.2f}/h; {alt.shortfall:.2%} short of the best ({alt.status})",
+                      highlight=False, markup=False)
     console.print(f"binding: {', '.join(plan.binding_constraints) or 'none'}", highlight=False, markup=False)
     if plan.verification is not None:
         verdict = "[green]all constraints hold[/]" if plan.verification.ok else f"[red]{escape('; '.join(plan.verification.messages))}[/]"

@@ -33,7 +33,7 @@ from planner.plan import (
     traffic_split,
 )
 from planner.provenance import stamp
-from planner.schema import Baseline, Diagnosis, Gain, Gains, Plan, SolveSettings, Workload
+from planner.schema import Alternative, Baseline, Diagnosis, Gain, Gains, Plan, SolveSettings, Workload
 from planner.solvers.base import SolveOptions, SolveResult, Termination, check_outcome, get_backend
 from planner.units import WATTS_PER_KW
 from planner.verify import verify_plan
@@ -56,6 +56,8 @@ class PlanOptions:
     #: the second stage of max_goodput (least power at the best scale) is a tie-break: it gets this share
     tie_break_time_share: float = 0.3
     baseline: bool = True
+    #: also solve the best plans whose device-type mix differs from every one found before (0: none)
+    alternatives: int = 0
     candidates: CandidateOptions = field(default_factory=CandidateOptions)
 
     @classmethod
@@ -129,10 +131,12 @@ def solve_candidates(workload: Workload, units: dict, candidates: list[Candidate
     return solved
 
 
-def solve_first_stage(workload: Workload, units: dict, candidates: list[Candidate], options: PlanOptions) -> Solved:
-    """The MILP of the workload's objective (for max_goodput: the best scale, at any power)."""
+def solve_first_stage(workload: Workload, units: dict, candidates: list[Candidate], options: PlanOptions,
+                      exclude_mixes: tuple[frozenset[str], ...] = ()) -> Solved:
+    """The MILP of the workload's objective (for max_goodput: the best scale, at any power), with none of the
+    ``exclude_mixes`` device-type sets."""
     start = time.perf_counter()
-    model = build_model(workload, units, candidates, BuildOptions(objective=workload.objective))
+    model = build_model(workload, units, candidates, BuildOptions(objective=workload.objective, exclude_mixes=exclude_mixes))
     result = check_outcome(solve_with_rounding(get_backend(options.solver), model, options.solve_options()))
     return Solved(candidates, model, result, (result,), time.perf_counter() - start)
 
@@ -229,7 +233,8 @@ def _plan(workload: Workload, catalog: Catalog, options: PlanOptions) -> Plan:
         return infeasible_plan(workload, graph_json, info, diagnosis, baseline).model_copy(update={"reference": reference})
     reached("verify", solved)
     plan = _finished(workload, solved, graph_json, start, baseline, options, catalog)
-    return plan.model_copy(update={"reference": reference, "gains": gains_of(workload, plan, baseline, reference)})
+    return plan.model_copy(update={"reference": reference, "gains": gains_of(workload, plan, baseline, reference),
+                                   "alternatives": alternatives(workload, graph_units, candidates, plan, options)})
 
 
 def _finished(workload: Workload, solved: Solved, graph_json: dict, start: float, baseline: Baseline | None,
@@ -254,6 +259,34 @@ def _decode(workload: Workload, solved: Solved, graph_json: dict, info, baseline
         baseline=baseline, gain=_gain(workload, scale, totals, baseline), graph=graph_json, workload=workload,
         confidence=tuple(confidence_of(workload, pools, RooflineModel(catalog))),
     )
+
+
+def alternatives(workload: Workload, units: dict, candidates: list[Candidate], best: Plan,
+                 options: PlanOptions) -> tuple[Alternative, ...]:
+    """Up to ``options.alternatives`` runner-up fleets, each the best plan whose device-type mix differs from the
+    best plan's and every earlier runner-up's (a no-good cut on the mix per plan found), best first."""
+    found: list[Alternative] = []
+    mixes = [frozenset(best.totals.devices_by_type)]
+    pue = workload.constraints.pue
+    for _ in range(options.alternatives):
+        solved = solve_first_stage(workload, units, candidates, options, tuple(mixes))
+        if not solved.result.has_solution or (workload.objective == "max_goodput" and solved.scale <= MIN_SCALE):
+            break
+        counts = replica_counts(solved.model, solved.result)
+        by_type: dict[str, int] = {}
+        for c, n in zip(candidates, counts):
+            for device, k in c.devices_by_type.items():
+                if n > 0:
+                    by_type[device] = by_type.get(device, 0) + int(n * k)
+        power = sum(n * pue * c.power_w for c, n in zip(candidates, counts)) / WATTS_PER_KW
+        cost = sum(n * c.cost_usd_per_hour for c, n in zip(candidates, counts))
+        ratio = _ratio(workload.objective, (solved.scale, cost, power),
+                       (best.goodput_scale, best.totals.cost_usd_per_hour, best.totals.power_kw))
+        found.append(Alternative(devices_by_type=dict(sorted(by_type.items())), goodput_scale=solved.scale, power_kw=power,
+                                 cost_usd_per_hour=cost, status=solved.status,
+                                 shortfall=max(0.0, 1.0 - ratio) if ratio is not None else 1.0))
+        mixes.append(frozenset(by_type))
+    return tuple(found)
 
 
 def homogeneous_subsets(candidates: list[Candidate]) -> dict[str, list[Candidate]]:

@@ -512,6 +512,18 @@ class Baseline(Out):
     devices: int = 0
 
 
+class Alternative(Out):
+    """A runner-up plan with a different device mix (``--alternatives``): its fleet, its figures, and how far it
+    falls short of the best plan on the objective (relative, 0 = as good)."""
+
+    devices_by_type: dict[str, int]
+    goodput_scale: float
+    power_kw: float
+    cost_usd_per_hour: float
+    status: PlanStatus
+    shortfall: float
+
+
 class Gain(Out):
     """The plan against one single-device-type fleet: the objective's ratio (above 1: the plan is better) and
     what changes in money. ``usd_per_million_tokens``: $/h over the output tokens served."""
@@ -603,6 +615,8 @@ class Plan(Out, Stamped):
     #: the single-device fleet the workload names as its reference (``baseline_device``), and the gains
     reference: Baseline | None = None
     gains: Gains | None = None
+    #: the best plans with other device mixes, best first (``alternatives`` in the options)
+    alternatives: tuple[Alternative, ...] = ()
     workload: Workload
     options: SolveSettings | None = None
 

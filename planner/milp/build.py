@@ -16,6 +16,8 @@ in units of rate_k; λ ≥ 0 the uniform goodput scale.
     (5) cost         Σ_c $_c · n_c ≤ budget_$/h                           (when a cost budget is set)
     (6) scale        λ = 1 for min_cost and min_power
     (7) types        n_c ≤ U_c · y_d  ∀ c, d ∈ c;  Σ_d y_d ≤ max_device_types   (y_d ∈ {0,1}, when set)
+    (8) other mix    Σ_{d∈S} (1 − y_d) + Σ_{d∉S} y_d ≥ 1  for each excluded device-type set S (alternatives),
+                     with y_d ≤ Σ_{c ∋ d} n_c so that y_d = 1 means type d is used
 
 U_c bounds n_c: the replicas of c the power budget (and the inventory of its device types) could hold.
 
@@ -46,6 +48,8 @@ class BuildOptions:
     objective: str = "max_goodput"  # max_goodput | min_cost | min_power
     min_scale: float | None = None  # λ ≥ min_scale (second stage of max_goodput)
     elastic: bool = False  # slack on power, inventory and cost rows, penalised (infeasibility diagnosis)
+    #: device-type sets a solution may not use exactly (``--alternatives``: the mixes already found)
+    exclude_mixes: tuple[frozenset[str], ...] = ()
 
 
 ELASTIC_PENALTY = {"power": 1.0, "inventory": 1e3, "cost": 1e-3}
@@ -67,7 +71,7 @@ def build_model(workload: Workload, units: dict[tuple[str, str], list[str]], can
     add_inventory(b, workload, candidates, n, options)
     add_cost(b, workload, candidates, n, options)
     add_scale(b, scale, options)
-    add_device_types(b, workload, candidates, n)
+    add_device_types(b, workload, candidates, n, options.exclude_mixes)
     return b.build()
 
 
@@ -148,17 +152,27 @@ def replica_bound(workload: Workload, c: Candidate) -> float:
     return float(most)
 
 
-def add_device_types(b: ModelBuilder, workload: Workload, candidates: list[Candidate], n: list[int]) -> None:
-    """(7) at most ``max_device_types`` device types: y_d opens type d for every candidate that uses it."""
+def add_device_types(b: ModelBuilder, workload: Workload, candidates: list[Candidate], n: list[int],
+                     exclude: tuple[frozenset[str], ...] = ()) -> None:
+    """(7) at most ``max_device_types`` device types and (8) none of the ``exclude`` mixes: y_d opens type d
+    for every candidate that uses it (built only when either applies)."""
     limit = workload.constraints.max_device_types
     types = sorted({d for c in candidates for d in c.devices_by_type})
-    if limit is None or limit >= len(types):
+    limited = limit is not None and limit < len(types)
+    if not limited and not exclude:
         return
     y = dict(zip(types, b.add_block("use_type", types, ub=1.0, integer=True)))
     for c, j in zip(candidates, n):
         for device in c.devices_by_type:
             b.add_row(f"types:{c.key}:{device}", [j, y[device]], [1.0, -replica_bound(workload, c)], hi=0.0)
-    b.add_row("types", list(y.values()), [1.0] * len(y), hi=float(limit))
+    if limited:
+        b.add_row("types", list(y.values()), [1.0] * len(y), hi=float(limit))
+    if exclude:  # y_d only where type d is used: y_d ≤ Σ_{c ∋ d} n_c
+        for device, k in y.items():
+            users = [j for c, j in zip(candidates, n) if device in c.devices_by_type]
+            b.add_row(f"used:{device}", [k] + users, [1.0] + [-1.0] * len(users), hi=0.0)
+    for i, mix in enumerate(exclude):  # Σ_{d∈S} −y_d + Σ_{d∉S} y_d ≥ 1 − |S|
+        b.add_row(f"other_mix:{i}", list(y.values()), [-1.0 if d in mix else 1.0 for d in y], lo=1.0 - len(mix & set(y)))
 
 
 def add_scale(b: ModelBuilder, scale: int, options: BuildOptions) -> None:

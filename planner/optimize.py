@@ -267,25 +267,17 @@ def alternatives(workload: Workload, units: dict, candidates: list[Candidate], b
     best plan's and every earlier runner-up's (a no-good cut on the mix per plan found), best first."""
     found: list[Alternative] = []
     mixes = [frozenset(best.totals.devices_by_type)]
-    pue = workload.constraints.pue
     for _ in range(options.alternatives):
         solved = solve_first_stage(workload, units, candidates, options, tuple(mixes))
         if not solved.result.has_solution or (workload.objective == "max_goodput" and solved.scale <= MIN_SCALE):
             break
-        counts = replica_counts(solved.model, solved.result)
-        by_type: dict[str, int] = {}
-        for c, n in zip(candidates, counts):
-            for device, k in c.devices_by_type.items():
-                if n > 0:
-                    by_type[device] = by_type.get(device, 0) + int(n * k)
-        power = sum(n * pue * c.power_w for c, n in zip(candidates, counts)) / WATTS_PER_KW
-        cost = sum(n * c.cost_usd_per_hour for c, n in zip(candidates, counts))
-        ratio = _ratio(workload.objective, (solved.scale, cost, power),
+        fleet = fleet_figures(workload, solved)
+        ratio = _ratio(workload.objective, (solved.scale, fleet["cost_usd_per_hour"], fleet["power_kw"]),
                        (best.goodput_scale, best.totals.cost_usd_per_hour, best.totals.power_kw))
-        found.append(Alternative(devices_by_type=dict(sorted(by_type.items())), goodput_scale=solved.scale, power_kw=power,
-                                 cost_usd_per_hour=cost, status=solved.status,
-                                 shortfall=max(0.0, 1.0 - ratio) if ratio is not None else 1.0))
-        mixes.append(frozenset(by_type))
+        found.append(Alternative(devices_by_type=fleet["devices_by_type"], goodput_scale=solved.scale,
+                                 power_kw=fleet["power_kw"], cost_usd_per_hour=fleet["cost_usd_per_hour"],
+                                 status=solved.status, shortfall=max(0.0, 1.0 - ratio) if ratio is not None else 1.0))
+        mixes.append(frozenset(fleet["devices_by_type"]))
     return tuple(found)
 
 
@@ -330,16 +322,25 @@ def best_homogeneous(workload: Workload, units: dict, candidates: list[Candidate
 NO_FLEET = Baseline(device=None, goodput_scale=0.0, power_kw=0.0, cost_usd_per_hour=0.0, status="infeasible")
 
 
+def fleet_figures(workload: Workload, solved: Solved) -> dict:
+    """The fleet of a finished solve: devices by type, facility power (kW), $/h, capex and device count."""
+    pairs = [(c, n) for c, n in zip(solved.candidates, replica_counts(solved.model, solved.result)) if n > 0]
+    by_type: dict[str, int] = {}
+    for c, n in pairs:
+        for device, k in c.devices_by_type.items():
+            by_type[device] = by_type.get(device, 0) + int(n * k)
+    return {"devices_by_type": dict(sorted(by_type.items())),
+            "power_kw": sum(n * workload.constraints.pue * c.power_w for c, n in pairs) / WATTS_PER_KW,
+            "cost_usd_per_hour": sum(n * c.cost_usd_per_hour for c, n in pairs),
+            "capex_usd": sum(n * c.capex_usd for c, n in pairs), "devices": sum(by_type.values())}
+
+
 def fleet_of(workload: Workload, solved: Solved) -> Baseline:
     """The single-device-type fleet of a finished solve: its scale, facility power, $/h, capex and devices."""
-    counts = replica_counts(solved.model, solved.result)
-    pue = workload.constraints.pue
-    pairs = list(zip(solved.candidates, counts))
+    figures = fleet_figures(workload, solved)
     return Baseline(device=next(iter(solved.candidates[0].devices_by_type)), goodput_scale=solved.scale,
-                    power_kw=sum(n * pue * c.power_w for c, n in pairs) / WATTS_PER_KW,
-                    cost_usd_per_hour=sum(n * c.cost_usd_per_hour for c, n in pairs),
-                    capex_usd=sum(n * c.capex_usd for c, n in pairs), devices=int(sum(n * c.devices for c, n in pairs)),
-                    status=solved.status)
+                    power_kw=figures["power_kw"], cost_usd_per_hour=figures["cost_usd_per_hour"],
+                    capex_usd=figures["capex_usd"], devices=figures["devices"], status=solved.status)
 
 
 def homogeneous_fleet(workload: Workload, units: dict, candidates: list[Candidate], device: str,

@@ -64,24 +64,33 @@ def carrying_tokens(chunk_budget, new_tokens, mean_prefill_tokens):
     return np.minimum(chunk_budget, np.maximum(new_tokens, mean_prefill_tokens))
 
 
+def steps(costs, model, s, n, batch, rc: RequestClass, chunk_budget: int):
+    """``(mean step, TPOT at the SLO's statistic, prompt service time, prefill tokens per step)`` of an aggregated
+    replica of ``n`` devices at ``batch`` (arrays over the batches, seconds): the mean step carries ``q``
+    prefill tokens, a prompt's chunks ride on ``⌈new / chunk⌉`` steps, the tail step is ``tail_tpot_s``'s."""
+    new, _ = prompt_tokens(rc)
+    b = np.asarray(batch, dtype=float)
+    c = mean_context(rc)
+    chunk = float(min(chunk_budget, new))
+    q = chunked_prefill_tokens_per_step(b, rc.input_tokens, rc.output_tokens, rc.prefix_cache_hit)
+    step = costs.decode(model, s, n, b, c, prefill_tokens=q).total_s.reshape(-1)
+    service = math.ceil(new / chunk) * costs.decode(model, s, n, b, c, prefill_tokens=chunk).total_s.reshape(-1)
+    tpot = step
+    if rc.slo.percentile:
+        held = carrying_tokens(chunk_budget, new, q)
+        loaded = costs.decode(model, s, n, b, c, prefill_tokens=held).total_s.reshape(-1)
+        plain = costs.decode(model, s, n, b, c).total_s.reshape(-1)
+        tpot = tail_tpot_s(step, loaded, plain, q / held, rc.slo.percentile)
+    return step, tpot, service, q
+
+
 def price(unit: str, ctx: Pricing, rc: RequestClass) -> list[Candidate]:
     model, costs, options = ctx.model, ctx.costs, ctx.options
-    new, _ = prompt_tokens(rc)
     b = np.asarray(options.batches, dtype=float)
-    chunk = float(min(options.chunk_tokens, new))
-    q = chunked_prefill_tokens_per_step(b, rc.input_tokens, rc.output_tokens, rc.prefix_cache_hit)
     out = []
     for s in ctx.silicon:
         for n in s.device_counts(model.weights_bytes, options.max_tp):
-            step = costs.decode(model, s, n, b, mean_context(rc), prefill_tokens=q).total_s.reshape(-1)
-            chunk_step = costs.decode(model, s, n, b, mean_context(rc), prefill_tokens=chunk).total_s.reshape(-1)
-            tpot = step
-            if rc.slo.percentile:
-                held = carrying_tokens(options.chunk_tokens, new, q)
-                loaded = costs.decode(model, s, n, b, mean_context(rc), prefill_tokens=held).total_s.reshape(-1)
-                plain = costs.decode(model, s, n, b, mean_context(rc)).total_s.reshape(-1)
-                tpot = tail_tpot_s(step, loaded, plain, q / held, rc.slo.percentile)
-            service = math.ceil(new / chunk) * chunk_step  # the prompt's chunks ride on that many steps
+            step, tpot, service, q = steps(costs, model, s, n, b, rc, options.chunk_tokens)
             rho = max_utilization_at(ms_to_s(rc.slo.ttft_ms), service, 0.0, rc.slo.percentile)
             per_seq = model.kv_bytes(paged_kv_tokens(rc.input_tokens, rc.output_tokens)) * costs.kv_share(model, s, n).reshape(-1)
             fits = (b * per_seq <= s.kv_room_bytes(model.weights_bytes / n)) & (q <= options.chunk_tokens)
@@ -109,18 +118,7 @@ def recheck(pool: Pool, rc: RequestClass, check: Checking) -> Recheck:
     model, costs = check.model, check.costs
     s = costs.silicon(pool.device, check.workload.dtype)
     n, b = pool.tp, pool.batch
-    new, _ = prompt_tokens(rc)
-    q = float(chunked_prefill_tokens_per_step(b, rc.input_tokens, rc.output_tokens, rc.prefix_cache_hit))
-    step = float(costs.decode(model, s, n, b, mean_context(rc), prefill_tokens=q).total_s.reshape(-1)[0])
-    chunk = float(min(check.options.chunk_tokens, new))
-    chunk_step = float(costs.decode(model, s, n, b, mean_context(rc), prefill_tokens=chunk).total_s.reshape(-1)[0])
-    tpot = step
-    if rc.slo.percentile:
-        held = float(carrying_tokens(check.options.chunk_tokens, new, q))
-        loaded = float(costs.decode(model, s, n, b, mean_context(rc), prefill_tokens=held).total_s.reshape(-1)[0])
-        plain = float(costs.decode(model, s, n, b, mean_context(rc)).total_s.reshape(-1)[0])
-        tpot = float(tail_tpot_s(step, loaded, plain, q / held, rc.slo.percentile))
-    service = math.ceil(new / chunk) * chunk_step
+    step, tpot, service, q = (float(x[0]) for x in steps(costs, model, s, n, [b], rc, check.options.chunk_tokens))
     ttft = float(wait_s(min(pool.utilization, pool.utilization_cap), service, rc.slo.percentile)) + service
     latency_ok = (within(tpot, rc.slo.tpot_ms) and close(s_to_ms(tpot), pool.tpot_ms)
                   and within(ttft, rc.slo.ttft_ms) and close(s_to_ms(ttft), pool.ttft_ms))
@@ -128,4 +126,3 @@ def recheck(pool: Pool, rc: RequestClass, check: Checking) -> Recheck:
     return Recheck(latency_ok, fits, b / (step * rc.output_tokens),
                    f"aggregated on {pool.device}: recomputed TPOT {s_to_ms(tpot):.2f} ms / TTFT {s_to_ms(ttft):.1f} ms "
                    f"vs plan {pool.tpot_ms} / {pool.ttft_ms} ms")
-

@@ -111,19 +111,8 @@ def test_dataflow_machine_exchanges_activations_instead_of_all_reducing(toy_mode
     assert decode_step(model, hw, 2, 1, 10).communication_s == pytest.approx(2 * (1e-6 + 8e-11))
 
 
-def test_kv_spill_blends_sram_and_dram_bandwidth(toy_model):
-    from planner.schema import Device
-
-    corsair_like = Device(
-        id="spill", vendor="toy", name="Spill", kind="asic", peak_dense_tflops={"bf16": 1.0},
-        memory_tiers=[{"tier": "sram", "capacity_gb": 1e-6, "bandwidth_tb_s": 10.0},
-                      {"tier": "dram", "capacity_gb": 1.0, "bandwidth_tb_s": 1.0}],
-        weights_tier="sram", kv_tier="dram",
-        scale_up={"bandwidth_gb_s": 100.0, "latency_us": 1.0, "domain_size": 8},
-        scale_out={"bandwidth_gb_s": 10.0, "latency_us": 5.0},
-        tdp_w=500.0, devices_per_node=8, node_overhead_w=0.0, price_usd=1.0, price_usd_per_hour=1.0,
-        mfu=0.5, mbu=0.5, layer_latency_us=0.0,
-    )
+def test_kv_spill_blends_sram_and_dram_bandwidth(toy_model, spill_device):
+    corsair_like = spill_device
     model = ModelProfile.of(toy_model, "bf16", "bf16")
     silicon = Silicon.of(corsair_like, "bf16")
     hw = HardwareArrays.of([silicon])

@@ -21,6 +21,10 @@ from planner.strategies import strategy
 from planner.strategies.base import Candidate, CandidateOptions, Pricing  # noqa: F401  (the candidate types)
 
 
+#: candidates compared at once against all others when pruning (bounds the comparison arrays' memory)
+PRUNE_BLOCK = 128
+
+
 class StrategyError(ValueError):
     """A serving strategy the workload's model cannot use."""
 
@@ -66,17 +70,32 @@ def _silicon(workload: Workload, catalog: Catalog, costs: CostModel) -> tuple[li
 
 
 def prune_dominated(candidates: list[Candidate], workload: Workload) -> list[Candidate]:
-    """Drop a candidate when another of the same pool unit is at least as good on every count the MILP sees.
+    """Drop a candidate when whole copies of another of the same pool unit do at least as well on every count
+    the MILP sees.
 
-    A dominates B when A has at least B's usable capacity while using no more of every resource the
-    model constrains or prices: power always; $/h when the objective is min_cost or a cost budget is
-    set; devices of each type that has an inventory. Swapping each B replica for an A replica then keeps
-    every constraint and never worsens the objective, so B is never needed. Exact ties keep the smaller key.
-    A must also use only device types B uses, so every single-device-type fleet keeps its own best
-    candidates (the homogeneous baselines are solved over subsets of this list).
+    A dominates B when ``q = ⌈cap_B / cap_A⌉`` replicas of A have at least B's usable capacity while using no
+    more of every resource the model constrains or prices: power always; $/h when the objective is min_cost
+    or a cost budget is set; devices of each type that has an inventory. Swapping each B replica for q A
+    replicas then keeps every constraint and never worsens the objective, so B is never needed (q = 1 is the
+    usual dominance; q > 1 prunes a big group, e.g. many targets sharing one draft server, that small ones
+    beat). A must also use only device types B uses, so every single-device-type fleet keeps its own best
+    candidates (the homogeneous baselines are solved over subsets of this list). Exact ties keep the smaller
+    key. The relation is transitive (q's multiply) and has no cycles, so every pruned candidate has a kept
+    dominator, and a candidate is pruned exactly when any other dominates it.
     """
     if len(candidates) < 2:
         return list(candidates)
+    if len(candidates) > PRUNE_BLOCK:  # exact in two levels: within each target shape, then across them
+        groups: dict[tuple[str, int], list[Candidate]] = {}
+        for c in candidates:
+            groups.setdefault((c.device, c.tp), []).append(c)
+        if len(groups) > 1:
+            candidates = [c for group in groups.values() for c in _undominated(group, workload)]
+    return _undominated(candidates, workload)
+
+
+def _undominated(candidates: list[Candidate], workload: Workload) -> list[Candidate]:
+    """The candidates no other one of the list dominates (``prune_dominated``'s relation)."""
     cons = workload.constraints
     priced = workload.objective == "min_cost" or cons.cost_budget_usd_per_hour is not None
     counted = sorted(cons.inventory)
@@ -84,23 +103,28 @@ def prune_dominated(candidates: list[Candidate], workload: Workload) -> list[Can
     costs = np.array([[c.power_w] + ([c.cost_usd_per_hour] if priced else [])
                       + [c.devices_by_type.get(t, 0) for t in counted] for c in candidates], dtype=float)
     keys = [c.key for c in candidates]
-    all_types = sorted({t for c in candidates for t in c.devices_by_type})
-    uses = np.array([[t in c.devices_by_type for t in all_types] for c in candidates])
-    # Sweep in an order where every dominator comes before what it dominates (capacity down, then the
-    # costs and the key up): a candidate survives iff no earlier survivor dominates it, since
-    # dominance is transitive. O(n · survivors) instead of O(n²).
-    order = sorted(range(len(candidates)), key=lambda i: (-capacity[i], *costs[i], keys[i]))
     rank = np.empty(len(candidates), dtype=int)
     rank[sorted(range(len(candidates)), key=keys.__getitem__)] = np.arange(len(candidates))
-    kept: list[int] = []
-    for i in order:
-        if kept:
-            k = np.asarray(kept)
-            subset = np.all(~uses[k] | uses[i], axis=1)  # the survivor's types ⊆ this one's
-            no_worse = subset & (capacity[k] >= capacity[i]) & np.all(costs[k] <= costs[i], axis=1)
-            strictly = (capacity[k] > capacity[i]) | np.any(costs[k] < costs[i], axis=1)
-            if np.any(no_worse & (strictly | (rank[k] < rank[i]))):
-                continue
-        kept.append(i)
-    survivors = set(kept)
-    return [c for i, c in enumerate(candidates) if i in survivors]
+    uses = _type_bits(candidates)
+    dominated = np.zeros(len(candidates), dtype=bool)
+    for start in range(0, len(candidates), PRUNE_BLOCK):  # B (rows) against every A (columns)
+        rows = np.arange(start, min(start + PRUNE_BLOCK, len(candidates)))
+        q = np.ceil(capacity[rows, None] / capacity[None, :] * (1 - 1e-12))
+        scaled = q[:, :, None] * costs[None, :, :]
+        no_worse = (np.all((uses[None, :, :] & ~uses[rows, None, :]) == 0, axis=2)  # A's types ⊆ B's
+                    & np.all(scaled <= costs[rows, None, :], axis=2))
+        strictly = (q * capacity[None, :] > capacity[rows, None] * (1 + 1e-12)) | np.any(scaled < costs[rows, None, :], axis=2)
+        beats = no_worse & (strictly | (rank[None, :] < rank[rows, None]))
+        beats[np.arange(len(rows)), rows] = False
+        dominated[rows] = beats.any(axis=1)
+    return [c for c, out in zip(candidates, dominated) if not out]
+
+
+def _type_bits(candidates: list[Candidate]) -> np.ndarray:
+    """The device types each candidate uses, as bit sets (rows of 64-bit words)."""
+    types = {t: i for i, t in enumerate(sorted({t for c in candidates for t in c.devices_by_type}))}
+    bits = np.zeros((len(candidates), max(1, -(-len(types) // 64))), dtype=np.uint64)
+    for row, c in enumerate(candidates):
+        for t in c.devices_by_type:
+            bits[row, types[t] // 64] |= np.uint64(1) << np.uint64(types[t] % 64)
+    return bits

@@ -56,7 +56,8 @@ def traffic_split(model: IlpModel, result: SolveResult) -> dict[tuple[str, str],
 
 
 def pools_of(workload: Workload, candidates: list[Candidate], counts: np.ndarray, split: dict) -> list[Pool]:
-    """One pool per candidate with replicas, with the traffic it serves and its utilisation."""
+    """One pool per candidate with replicas, with the traffic it serves and its utilisation (a candidate with a
+    shared partner counts its target replicas, ``partner_share`` per MILP replica, and its partner replicas)."""
     slo_percentile = {rc.name: rc.slo.percentile for rc in workload.classes}
     rate = {rc.name: rc.rate_rps for rc in workload.classes}
     pue = workload.constraints.pue
@@ -72,7 +73,7 @@ def pools_of(workload: Workload, candidates: list[Candidate], counts: np.ndarray
         utilization = served * share / (n * c.capacity_rps) if c.capacity_rps else 0.0
         pools.append(Pool(
             role=c.role, class_name=c.class_name, strategy=c.strategy, device=c.device, tp=c.tp, batch=c.batch,
-            replicas=int(n), devices=int(n * c.devices),
+            replicas=int(n * c.partner_share), devices=int(n * c.devices),
             devices_by_type={k: int(n * v) for k, v in c.devices_by_type.items()},
             power_kw=n * pue * c.power_w / WATTS_PER_KW,
             cost_usd_per_hour=n * c.cost_usd_per_hour,
@@ -83,7 +84,7 @@ def pools_of(workload: Workload, candidates: list[Candidate], counts: np.ndarray
             served_rps=served * share,
             ttft_ms=_ttft_at(c, utilization, slo_percentile[c.class_name]), tpot_ms=c.tpot_ms,
             partner_device=c.partner_device, partner_tp=c.partner_tp, partner_role=c.partner_role,
-            draft_tokens=c.extra.get("draft_tokens"),
+            partner_replicas=int(n) if c.partner_device else None, draft_tokens=c.extra.get("draft_tokens"),
             limited_by=c.limited_by,
         ))
     return pools
@@ -97,6 +98,14 @@ def _ttft_at(c: Candidate, utilization: float, percentile: float | None) -> floa
     service = c.extra["service_s"]
     wait = float(wait_s(min(utilization, c.utilization_cap), service, percentile))
     return s_to_ms(wait + service + c.extra["transfer_s"])
+
+
+def partner_text(pool: Pool) -> str:
+    """A pool's partner in words: ``ffn mi355x x4, 1 per 8 replicas`` ('' without one)."""
+    if not pool.partner_device:
+        return ""
+    partners = pool.replicas if pool.partner_replicas is None else pool.partner_replicas
+    return f"{pool.partner_role} {pool.partner_device} x{pool.partner_tp}, {partners} per {pool.replicas} replicas"
 
 
 def shortfall_warning(plan: Plan) -> str | None:

@@ -477,6 +477,7 @@ class Pool(Out):
     partner_device: str | None = None
     partner_tp: int | None = None
     partner_role: str | None = None
+    partner_replicas: int | None = None  # partner replicas (draft servers, expert pools) serving the replicas
     draft_tokens: int | None = None  # a speculative pool's draft length k
     limited_by: str
 

@@ -115,10 +115,12 @@ def verify_plan(plan: Plan, catalog: Catalog, options: CandidateOptions = Candid
 
 def pool_devices(pool: Pool) -> dict[str, int]:
     """Devices of a pool recounted from its shape: ``tp × replicas`` of its device, plus ``partner_tp ×
-    replicas`` of a partner on its own devices (a draft server or an expert pool)."""
+    partner_replicas`` of a partner on its own devices (a draft server or an expert pool; one per replica
+    when the plan gives no partner count)."""
     out = {pool.device: pool.tp * pool.replicas}
     if pool.partner_device is not None and pool.partner_tp is not None:
-        out[pool.partner_device] = out.get(pool.partner_device, 0) + pool.partner_tp * pool.replicas
+        partners = pool.replicas if pool.partner_replicas is None else pool.partner_replicas
+        out[pool.partner_device] = out.get(pool.partner_device, 0) + pool.partner_tp * partners
     return out
 
 

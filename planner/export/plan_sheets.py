@@ -8,6 +8,7 @@ from planner.export.assumptions import Assumption
 from planner.export.bom import BomLine
 from planner.export.cells import Column, cell, put, wrapped_height, write_header, write_row
 from planner.export.mix import mix_text
+from planner.plan import partner_text
 from planner.schema import Plan, Pool
 
 BOM_SHEET = "Bill of Materials"
@@ -129,7 +130,7 @@ POOL_TOTALS = ("replicas", "devices", "power_kw", "cost_usd_per_hour", "capex_us
 
 
 def pool_values(pool: Pool) -> dict[str, object]:
-    partner = f"{pool.partner_role} {pool.partner_device} x{pool.partner_tp}" if pool.partner_device else ""
+    partner = partner_text(pool)
     by_type = mix_text(pool.devices_by_type)
     values = {column.key: getattr(pool, column.key, None) for column in POOL_COLUMNS}
     return {**values, "class": pool.class_name, "partner": partner, "devices_by_type": by_type}

@@ -1,11 +1,14 @@
 """Attention/FFN disaggregation of MoE decode (MegaScale-Infer style).
 
 Attention replicas hold the attention weights, dense layers, LM head and the KV cache; expert
-replicas hold the routed and shared experts. Activations cross the link twice per MoE layer per
-step (dispatch and combine); ``m`` micro-batches ping-pong so that one computes while the other is
-in flight, hiding all but ``1/m`` of the transfers:
+replicas hold the routed and shared experts. ``r`` attention replicas may share one expert replica
+(M:N): the experts then run the ``r·b`` tokens of all of them in each layer. Activations cross the link
+twice per MoE layer per step (dispatch and combine); ``m`` micro-batches ping-pong so that one computes
+while the other is in flight, hiding all but ``1/m`` of the transfers:
 
-``step = max(T_attention, T_experts) + L_moe · 2 · (α + b·d·2 / bw) / m``.
+``step = max(T_attention(b), T_experts(r·b)) + L_moe · 2 · (α + b·d·2 / bw) / m``,
+
+with ``bw`` the slower side's share of the link (the expert side's NICs carry all ``r`` replicas' traffic).
 """
 
 from __future__ import annotations
@@ -56,13 +59,14 @@ def expert_side(model: ModelProfile) -> ModelProfile:
 
 def af_decode_step(model: ModelProfile, attention_hw: HardwareArrays, attention_devices, expert_hw: HardwareArrays,
                    expert_devices, batch, context_tokens, link_bytes_s, link_latency_s,
-                   micro_batches: int = MICRO_BATCHES) -> tuple[np.ndarray, PassCost, PassCost]:
-    """Decode step time of an attention pool plus an expert pool serving ``b`` sequences together.
+                   micro_batches: int = MICRO_BATCHES, sharing: int = 1) -> tuple[np.ndarray, PassCost, PassCost]:
+    """Decode step time of an attention replica running ``b`` sequences, with an expert replica that serves
+    ``sharing`` such attention replicas (``link_bytes_s``: the attention replica's share of the slower side).
 
     Returns (step seconds, attention-side pass, expert-side pass).
     """
     attention = decode_step(attention_side(model), attention_hw, attention_devices, batch, context_tokens)
-    experts = decode_step(expert_side(model), expert_hw, expert_devices, batch, 0.0)
+    experts = decode_step(expert_side(model), expert_hw, expert_devices, sharing * np.asarray(batch, dtype=float), 0.0)
     message = np.asarray(batch, dtype=float) * model.hidden_size * ACTIVATION_BYTES
     transfers = model.moe_layers * 2.0 * (link_latency_s + message / link_bytes_s) / micro_batches
     return np.maximum(attention.total_s, experts.total_s) + transfers, attention, experts

@@ -82,7 +82,7 @@ class CostModel(Protocol):
     def prefill(self, model: ModelProfile, hw, devices, new_tokens, cached_tokens=0.0, prompts=1.0, ep: int = 1) -> Cost: ...
     def decode(self, model: ModelProfile, hw, devices, batch, context_tokens, prefill_tokens=0.0, ep: int = 1) -> Cost: ...
     def af_decode(self, model: ModelProfile, attention, attention_devices, experts, expert_devices, batch,
-                  context_tokens, link_bytes_s, link_latency_s) -> Cost: ...
+                  context_tokens, link_bytes_s, link_latency_s, sharing: int = 1) -> Cost: ...
     def spec_tpot_s(self, draft_step_s, verify_step_s, draft_tokens, acceptance_rate, round_trip_s=0.0): ...
     def spec_round_s(self, draft_step_s, draft_tokens, verify_step_s, round_trip_s=0.0): ...
     def expected_tokens_per_round(self, acceptance_rate, draft_tokens): ...
@@ -136,11 +136,12 @@ class RooflineModel:
         return self._cost(decode_step(model, arrays, devices, batch, context_tokens, prefill_tokens, ep), arrays, "tpot")
 
     def af_decode(self, model, attention, attention_devices, experts, expert_devices, batch, context_tokens,
-                  link_bytes_s, link_latency_s) -> Cost:
-        """Decode step of an attention pool and an expert pool together (af.py); band of the attention side."""
+                  link_bytes_s, link_latency_s, sharing: int = 1) -> Cost:
+        """Decode step of an attention replica with an expert replica shared by ``sharing`` of them (af.py);
+        band of the attention side."""
         a, f = self.hardware(attention), self.hardware(experts)
         step, attn, _ = af.af_decode_step(model, a, attention_devices, f, expert_devices, batch, context_tokens,
-                                          link_bytes_s, link_latency_s)
+                                          link_bytes_s, link_latency_s, sharing=sharing)
         parts = attn._replace(roofline_s=step - attn.communication_s - attn.overhead_s)
         return self._cost(parts, a, "tpot")
 

@@ -37,11 +37,18 @@ class CandidateOptions:
     prefill_batches: tuple[int, ...] = (1, 2, 4, 8, 16)  # prompts prefilled together
     max_tp: int = 64
     chunk_tokens: int = 2048  # chunked-prefill token budget per step in aggregated replicas
+    #: target (verify or attention) replicas one partner replica (draft server or expert pool) may serve
+    partner_shares: tuple[int, ...] = (1, 2, 4, 8, 16)
 
 
 @dataclass(frozen=True)
 class Candidate:
-    """One replica configuration for one pool unit of one (class, strategy)."""
+    """One replica configuration for one pool unit of one (class, strategy).
+
+    With a partner on its own silicon (a draft server, an expert pool) one MILP replica is a group:
+    ``partner_share`` target replicas of ``tp`` devices and one partner replica of ``partner_tp`` devices
+    serving all of them; devices, power, money and capacity are the group's.
+    """
 
     class_name: str
     strategy: str
@@ -61,12 +68,14 @@ class Candidate:
     partner_device: str | None = None
     partner_tp: int | None = None
     partner_role: str | None = None
+    partner_share: int = 1  # target replicas per partner replica (M:N)
     extra: dict = field(default_factory=dict, compare=False)
 
     @property
     def key(self) -> str:
         partner = f"+{self.partner_role}:{self.partner_device}x{self.partner_tp}" if self.partner_device else ""
-        return f"{self.class_name}/{self.strategy}/{self.role}/{self.device}x{self.tp}{partner}"
+        share = f"/{self.partner_share}" if self.partner_share > 1 else ""
+        return f"{self.class_name}/{self.strategy}/{self.role}/{self.device}x{self.tp}{partner}{share}"
 
     @property
     def devices(self) -> int:
@@ -174,15 +183,24 @@ def mean_context(rc: RequestClass) -> float:
 
 
 def decode_choice(rc: RequestClass, tpot, fits, batch, network_rps):
-    """Best batch for a decode unit: TPOT within SLO, fits; capacity = b / (TPOT · osl)."""
+    """Best batch for a decode unit: TPOT within SLO, fits; capacity = b / (TPOT · osl).
+
+    ``tpot`` is over the batches, or (variants × batches) to choose a variant too (the first of equals);
+    returns ``(i, capacity, limited_by)``, or ``(variant, i, capacity, limited_by)`` for a 2-D ``tpot``; None
+    when no batch meets the SLO.
+    """
+    tpot = np.asarray(tpot, dtype=float)
+    rows = np.atleast_2d(tpot)
     slo_s = ms_to_s(rc.slo.tpot_ms)
-    capacity = np.minimum(batch / (tpot * rc.output_tokens), network_rps)
-    i = best(fits & (tpot <= slo_s), capacity)
-    if i is None:
+    capacity = np.minimum(batch / (rows * rc.output_tokens), network_rps)
+    flat = best((fits & (rows <= slo_s)).ravel(), capacity.ravel())
+    if flat is None:
         return None
+    row, i = divmod(flat, rows.shape[1])
     larger_fits = i + 1 < len(batch) and fits[i + 1]
-    limited = "network" if capacity[i] >= network_rps else ("slo.tpot_ms" if larger_fits else "memory")
-    return i, float(capacity[i]), limited
+    limited = "network" if capacity[row, i] >= network_rps else ("slo.tpot_ms" if larger_fits else "memory")
+    choice = (int(i), float(capacity[row, i]), limited)
+    return choice if tpot.ndim == 1 else (int(row), *choice)
 
 
 def kv_out_bytes(ctx: Pricing, rc: RequestClass, strategy: str) -> float:
@@ -226,6 +244,14 @@ def price_prefill(ctx: Pricing, rc: RequestClass, strategy: str) -> list[Candida
 def close(recomputed: float, reported: float | None) -> bool:
     """The plan reports what the cost model recomputes (relative tolerance ``REL_TOL``)."""
     return reported is not None and abs(recomputed - reported) <= REL_TOL * max(1.0, abs(reported))
+
+
+def partner_share(pool: Pool) -> int:
+    """Target replicas the busiest partner replica of ``pool`` serves: ``⌈replicas / partner_replicas⌉``
+    (1 with no partner count, as in plans made before partners could be shared)."""
+    if not pool.partner_replicas:
+        return 1
+    return -(-pool.replicas // pool.partner_replicas)
 
 
 def within(value_s: float, slo_ms: float) -> bool:

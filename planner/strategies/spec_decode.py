@@ -3,6 +3,10 @@
 Tasks: prefill, then verify and draft on one decode unit (the draft on the target's own devices, or on
 its own silicon with token ids crossing the network each round). Pricing: a round costs
 ``k·t_draft + t_verify + t_rtt`` and yields ``E[tokens per round]`` (spec.py); TPOT is their ratio.
+
+A draft server may serve ``r`` target replicas (r from ``CandidateOptions.partner_shares``): their rounds run
+in step, the server drafting all ``r·b`` sequences at once (``t_draft`` at batch ``r·b``, their draft KV in
+its memory, their token ids on its NICs); a candidate is one such group.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from planner.strategies.base import (
     edge_bytes,
     mean_context,
     money,
+    partner_share,
     price_prefill,
     recheck_prefill,
     within,
@@ -56,9 +61,10 @@ def add_tasks(graph, rc: RequestClass, model, draft, spec) -> None:
                    transfers_per_request=rounds, link="scale_out")
 
 
-def round_trip_s(batch, k: int, target, n: int, drafter, nd: int):
-    """Token ids of a round's ``b·k`` drafts there and the verdicts back, on the slower side's NICs."""
-    link = min(n * target.nic_bytes_s, nd * drafter.nic_bytes_s)
+def round_trip_s(batch, k: int, target, n: int, drafter, nd: int, sharing: int = 1):
+    """Token ids of a round's ``b·k`` drafts there and the verdicts back, on the slower of the target's NICs and
+    its ``1/sharing`` share of the draft server's."""
+    link = min(n * target.nic_bytes_s, nd * drafter.nic_bytes_s / sharing)
     return 2.0 * transfer_s(np.asarray(batch, dtype=float) * k * TOKEN_ID_BYTES, link,
                             max(target.nic_latency_s, drafter.nic_latency_s))
 
@@ -76,15 +82,16 @@ def price(unit: str, ctx: Pricing, rc: RequestClass) -> list[Candidate]:
     c = mean_context(rc)
     live = paged_kv_tokens(rc.input_tokens, rc.output_tokens)
     kv_in = edge_bytes(ctx.graph, rc.name, NAME, "prefill", "verify")
-    # a draft on other silicon runs on the fewest devices that hold it; its step does not depend on the target
-    remote = {}
+    # a draft on other silicon runs on the fewest devices that hold it, serving r targets' r·b sequences;
+    # its step does not depend on the target
+    remote = []
     for d in ctx.silicon:
         counts = d.device_counts(draft.weights_bytes, options.max_tp)
-        if counts:
+        for r in options.partner_shares if counts else ():
             nd = counts[0]
-            step = costs.decode(draft, d, nd, b, c).total_s.reshape(-1)
-            kv = b * draft.kv_bytes(live) * costs.kv_share(draft, d, nd).reshape(-1)
-            remote[d.id] = (d, nd, step, kv <= d.kv_room_bytes(draft.weights_bytes / nd))
+            step = costs.decode(draft, d, nd, r * b, c).total_s.reshape(-1)
+            kv = r * b * draft.kv_bytes(live) * costs.kv_share(draft, d, nd).reshape(-1)
+            remote.append((d, nd, r, step, kv <= d.kv_room_bytes(draft.weights_bytes / nd)))
     out = []
     for v in ctx.silicon:
         for n in v.device_counts(model.weights_bytes, options.max_tp):
@@ -92,30 +99,28 @@ def price(unit: str, ctx: Pricing, rc: RequestClass) -> list[Candidate]:
             network_rps = n * v.nic_bytes_s / kv_in if kv_in else np.inf
             local_step = costs.decode(draft, v, n, b, c).total_s.reshape(-1)  # draft on the target's own devices
             local_kv = b * draft.kv_bytes(live) * costs.kv_share(draft, v, n).reshape(-1)
-            layouts = [(None, n, local_step, target_kv + local_kv <= v.kv_room_bytes(model.weights_bytes / n, draft.weights_bytes / n))]
+            layouts = [(None, n, 1, local_step, target_kv + local_kv <= v.kv_room_bytes(model.weights_bytes / n, draft.weights_bytes / n))]
             target_fits = target_kv <= v.kv_room_bytes(model.weights_bytes / n)
-            layouts += [(d, nd, step, target_fits & draft_fits) for d_id, (d, nd, step, draft_fits) in remote.items()
-                        if d_id != v.id]
-            verify_by_k = {k: costs.decode(model, v, n, b, c, prefill_tokens=b * k).total_s.reshape(-1)
-                           for k in spec.draft_lengths}
-            for d, nd, step, fits in layouts:
-                best_choice = None
-                for k, verify in verify_by_k.items():
-                    rtt = 0.0 if d is None else round_trip_s(b, k, v, n, d, nd)
-                    tpot = costs.spec_tpot_s(step, verify, k, alpha, rtt)
-                    choice = decode_choice(rc, tpot, fits, b, network_rps)
-                    if choice is not None and (best_choice is None or choice[1] > best_choice[0][1] * (1 + 1e-12)):
-                        best_choice = (choice, k, tpot, costs.spec_round_s(step, k, verify, rtt))
-                if best_choice is None:
+            layouts += [(d, nd, r, step, target_fits & draft_fits) for d, nd, r, step, draft_fits in remote if d.id != v.id]
+            ks = np.asarray(spec.draft_lengths)
+            verify = np.stack([costs.decode(model, v, n, b, c, prefill_tokens=b * k).total_s.reshape(-1) for k in ks])
+            for d, nd, r, step, fits in layouts:
+                # every draft length at once: rows k, columns batch
+                rtt = 0.0 if d is None else round_trip_s(b, ks[:, None], v, n, d, nd, r)
+                tpot = costs.spec_tpot_s(step, verify, ks[:, None], alpha, rtt)
+                choice = decode_choice(rc, tpot, fits, b, network_rps)
+                if choice is None:
                     continue
-                (i, capacity, limited), k, tpot, round_s = best_choice
-                parts = [(v, n)] if d is None else [(v, n), (d, nd)]
+                row, i, capacity, limited = choice
+                k, tpot = int(ks[row]), tpot[row]
+                round_s = costs.spec_round_s(step, k, verify[row], rtt if d is None else rtt[row])
+                parts = [(v, n)] if d is None else [(v, r * n), (d, nd)]
                 out.append(Candidate(
                     class_name=rc.name, strategy=NAME, role="decode", device=v.id, tp=n, batch=int(b[i]),
-                    **money(parts), capacity_rps=capacity, utilization_cap=DECODE_UTILIZATION,
+                    **money(parts), capacity_rps=r * capacity, utilization_cap=DECODE_UTILIZATION,
                     ttft_ms=None, tpot_ms=s_to_ms(float(tpot[i])), limited_by=limited,
                     partner_device=None if d is None else d.id, partner_tp=None if d is None else nd,
-                    partner_role=None if d is None else "draft",
+                    partner_role=None if d is None else "draft", partner_share=r,
                     extra={"draft_tokens": k, "tokens_per_round": float(costs.expected_tokens_per_round(alpha, k)),
                            "round_ms": s_to_ms(float(round_s[i]))},
                 ))
@@ -142,14 +147,14 @@ def recheck(pool: Pool, rc: RequestClass, check: Checking) -> Recheck:
         draft_kv = b * float(draft.kv_bytes(live)) * float(costs.kv_share(draft, v, n).reshape(-1)[0])
         fits = weights_fit and target_kv + draft_kv <= v.kv_room_bytes(model.weights_bytes / n, draft.weights_bytes / n)
         rtt = 0.0
-    else:
-        d, nd = costs.silicon(pool.partner_device, check.workload.dtype), pool.partner_tp
-        step = float(costs.decode(draft, d, nd, b, c).total_s.reshape(-1)[0])
-        draft_kv = b * float(draft.kv_bytes(live)) * float(costs.kv_share(draft, d, nd).reshape(-1)[0])
+    else:  # a draft server shared by r targets drafts their r·b sequences at once
+        d, nd, r = costs.silicon(pool.partner_device, check.workload.dtype), pool.partner_tp, partner_share(pool)
+        step = float(costs.decode(draft, d, nd, r * b, c).total_s.reshape(-1)[0])
+        draft_kv = r * b * float(draft.kv_bytes(live)) * float(costs.kv_share(draft, d, nd).reshape(-1)[0])
         fits = (weights_fit and target_kv <= v.kv_room_bytes(model.weights_bytes / n)
                 and draft.weights_bytes / nd <= d.usable_weights_bytes
                 and draft_kv <= d.kv_room_bytes(draft.weights_bytes / nd))
-        rtt = float(round_trip_s(b, k, v, n, d, nd))
+        rtt = float(round_trip_s(b, k, v, n, d, nd, r))
     tpot = float(costs.spec_tpot_s(step, verify, k, alpha, rtt))
     return Recheck(within(tpot, rc.slo.tpot_ms) and close(s_to_ms(tpot), pool.tpot_ms), bool(fits),
                    b / (tpot * rc.output_tokens),

@@ -83,3 +83,17 @@ def test_af_step_waits_for_a_slow_expert_pool(moe, toy_device):
     assert experts.overhead_s == pytest.approx(10e-6)
     assert step == pytest.approx(float(experts.total_s.reshape(-1)[0]) + 1.00032e-6)
     assert step > 11e-6
+
+
+def test_a_shared_expert_replica_runs_every_attention_replicas_tokens(moe, toy_device):
+    hw = _hw(toy_device)
+    _, _, alone = af_decode_step(moe, hw, 1, hw, 1, 1, 10, 100e9, 1e-6)
+    step, attention, shared = af_decode_step(moe, hw, 1, hw, 1, 1, 10, 100e9, 1e-6, sharing=4)
+    # 4 attention replicas of 1 sequence: 4 tokens · 2 active = 8 rows over E[experts touched] = 4·(1 − (1/2)^4)
+    # = 3.75, i.e. 2.1333 rows per expert GEMM: 4 · 192 = 768 FLOPs at 0.5 · 2.1333/66.1333 of 1 TFLOP/s
+    # = 4.7616e-8 s (alone: 192 FLOPs at 0.5 · 1/65 = 2.496e-8 s)
+    assert alone.compute_s == pytest.approx(2.496e-8)
+    assert shared.compute_s == pytest.approx(4.7616e-8)
+    # the attention side is its own replica's: unchanged; the link term is the caller's per-replica share
+    assert attention.total_s == pytest.approx(4.368e-8 + 6.4e-10)
+    assert step == pytest.approx(max(attention.total_s.item(), shared.total_s.item()) + 2.00016e-6)

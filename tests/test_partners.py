@@ -1,0 +1,132 @@
+"""M:N partners: one expert replica shared by several attention replicas, one draft server by several targets."""
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from planner.candidates import CandidateOptions, prune_dominated
+from planner.optimize import PlanOptions, plan_workload
+from planner.plan import partner_text
+from planner.schema import Workload
+from planner.strategies.base import Candidate
+from planner.verify import verify_plan
+
+#: a fleet that owns small GPUs (L40S, 48 GB: the attention side of DeepSeek-V3 fits, the experts do not) and
+#: only 8 MI355X: 4 of them prefill, the other 4 hold the experts once
+OWNED_SMALL_GPUS = """
+model: deepseek-v3
+dtype: fp8
+kv_dtype: fp8
+classes:
+  - {name: chat, rate_rps: 50, input_tokens: 1000, output_tokens: 500, slo: {ttft_ms: 3000, tpot_ms: 100}}
+strategies: [af_disagg]
+constraints:
+  power_budget_kw: 1000
+  devices: [l40s, mi355x]
+  inventory: {l40s: 64, mi355x: 8}
+objective: max_goodput
+"""
+
+
+def _plan(catalog, shares, solver="ortools"):
+    workload = Workload.model_validate(yaml.safe_load(OWNED_SMALL_GPUS))
+    return plan_workload(workload, catalog, PlanOptions(solver=solver, baseline=False,
+                                                        candidates=CandidateOptions(partner_shares=shares)))
+
+
+@pytest.fixture(scope="module")
+def one_to_one(catalog):
+    return _plan(catalog, (1,))
+
+
+@pytest.fixture(scope="module")
+def shared(catalog):
+    return _plan(catalog, CandidateOptions().partner_shares)
+
+
+def _decode(plan):
+    (pool,) = [p for p in plan.pools if p.role == "decode"]
+    return pool
+
+
+def test_one_to_one_experts_leave_the_small_gpus_idle(one_to_one):
+    decode = _decode(one_to_one)
+    # 8 MI355X: 4 prefill, 4 hold one expert replica, so one L40S attention replica; at the cap 0.9 it serves
+    # 0.9 · b / (TPOT · osl) = 0.9 · 256 / (0.07507 s · 500) = 6.14 req/s of the 50 asked: scale 0.1228
+    assert (decode.replicas, decode.partner_replicas, decode.partner_tp) == (1, 1, 4)
+    assert one_to_one.totals.devices_by_type == {"l40s": 1, "mi355x": 8}
+    assert one_to_one.goodput_scale == pytest.approx(0.9 * decode.batch / (decode.tpot_ms / 1000 * 500) / 50, rel=1e-6)
+    assert one_to_one.goodput_scale == pytest.approx(0.1228, abs=1e-3)
+
+
+def test_a_shared_expert_pool_serves_eight_attention_replicas_and_beats_one_to_one(one_to_one, shared):
+    decode = _decode(shared)
+    # one expert replica (4 MI355X) serves 8 L40S attention replicas of batch 256: the experts run 2,048 tokens a
+    # step in 56.9 ms, under the attention side's 57.7 ms, so TPOT stays 75.07 ms (the L40S link binds first)
+    assert (decode.replicas, decode.partner_replicas) == (8, 1)
+    assert decode.tpot_ms == pytest.approx(_decode(one_to_one).tpot_ms, rel=1e-9)
+    assert shared.totals.devices_by_type == {"l40s": 8, "mi355x": 8}
+    assert shared.goodput_scale >= 2 * one_to_one.goodput_scale  # 7.4x: 0.908 (prefill's TTFT binds) vs 0.123
+    assert shared.verification.ok, shared.verification.messages
+    assert partner_text(decode) == "ffn mi355x x4, 1 per 8 replicas"
+
+
+def test_both_backends_find_the_same_shared_plan(catalog, shared):
+    pulp = _plan(catalog, CandidateOptions().partner_shares, solver="pulp")
+    assert pulp.goodput_scale == pytest.approx(shared.goodput_scale, rel=1e-4)
+    assert pulp.totals.devices_by_type == shared.totals.devices_by_type
+
+
+def _edit(plan, **changes):
+    pools = tuple(p.model_copy(update=changes) if p.role == "decode" else p for p in plan.pools)
+    return plan.model_copy(update={"pools": pools})
+
+
+def test_verify_recomputes_the_step_of_an_expert_replica_shared_by_more_replicas(catalog, shared):
+    # the same 4 MI355X claimed for 16 attention replicas: the experts' 4,096-token step (79.7 ms) now sets
+    # TPOT at 97.1 ms, not the plan's 75.1 ms; the devices are recounted from replicas and partner replicas
+    edited = _edit(shared, replicas=16)
+    result = verify_plan(edited, catalog)
+    assert not result.checks["latency_recomputed"]
+    assert any("1 per 16" in m for m in result.messages)
+    assert not result.checks["devices"]
+
+
+def test_verify_counts_every_partner_replica(catalog, shared):
+    # claiming 2 expert replicas for the same 8 attention replicas adds 4 MI355X the totals do not have
+    result = verify_plan(_edit(shared, partner_replicas=2), catalog)
+    assert not result.checks["devices"]
+    assert result.checks["latency_recomputed"]  # 4 attention replicas per expert replica: no slower
+
+
+def _group(share: int, power_w: float, capacity: float) -> Candidate:
+    return Candidate(class_name="chat", strategy="af_disagg", role="decode", device="x", tp=1, batch=8,
+                     devices_by_type={"x": share, "y": 1}, power_w=power_w, cost_usd_per_hour=1.0, capex_usd=1.0,
+                     capacity_rps=capacity, utilization_cap=0.9, ttft_ms=None, tpot_ms=10.0, limited_by="slo.tpot_ms",
+                     partner_device="y", partner_tp=1, partner_role="ffn", partner_share=share)
+
+
+def test_a_big_group_that_small_groups_beat_is_pruned():
+    doc = yaml.safe_load(OWNED_SMALL_GPUS)
+    del doc["constraints"]["inventory"]  # power is the only resource compared
+    workload = Workload.model_validate(doc)
+    pair = _group(2, power_w=300.0, capacity=10.0)  # 2 targets + 1 partner
+    # 8 targets sharing one partner but slowed to 3x a pair's capacity at 1,300 W: q = ⌈30/10⌉ = 3 pairs give
+    # 30 req/s at 900 W, so the big group is never needed
+    slow_big = _group(8, power_w=1300.0, capacity=30.0)
+    # 8 targets at 38 req/s for 1,100 W: 4 pairs (40 req/s) would need 1,200 W, so it stays
+    good_big = _group(8, power_w=1100.0, capacity=38.0)
+    kept = prune_dominated([pair, slow_big, good_big], workload)
+    assert pair in kept and good_big in kept and slow_big not in kept
+
+
+def test_verify_recomputes_a_draft_server_shared_by_more_targets(catalog):
+    workload = Workload.model_validate(yaml.safe_load(Path("examples/workloads/spec-decode.yaml").read_text()))
+    plan = plan_workload(workload, catalog, PlanOptions(baseline=False))
+    (remote,) = [p for p in plan.pools if p.partner_role == "draft"]
+    assert plan.verification.ok and remote.partner_replicas == remote.replicas
+    # the same draft server claimed for 4x the targets drafts 4x the sequences each round: slower, or no room
+    pools = tuple(p.model_copy(update={"replicas": 4 * p.replicas}) if p is remote else p for p in plan.pools)
+    result = verify_plan(plan.model_copy(update={"pools": pools}), catalog)
+    assert not (result.checks["latency_recomputed"] and result.checks["memory"])

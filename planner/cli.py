@@ -223,6 +223,7 @@ class ObjectiveChoice(str, Enum):
     max_goodput = "max_goodput"
     min_cost = "min_cost"
     min_power = "min_power"
+    fixed_footprint = "fixed_footprint"
 
 
 class SolverChoice(str, Enum):

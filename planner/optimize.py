@@ -33,7 +33,18 @@ from planner.plan import (
     traffic_split,
 )
 from planner.provenance import stamp
-from planner.schema import Alternative, Baseline, Diagnosis, Gain, Gains, Plan, SolveSettings, Workload
+from planner.schema import (
+    GOODPUT_OBJECTIVES,
+    Alternative,
+    Baseline,
+    Diagnosis,
+    Footprint,
+    Gain,
+    Gains,
+    Plan,
+    SolveSettings,
+    Workload,
+)
 from planner.solvers.base import SolveOptions, SolveResult, Termination, check_outcome, get_backend
 from planner.units import WATTS_PER_KW
 from planner.verify import verify_plan
@@ -121,10 +132,10 @@ def solve_with_rounding(backend, model, options: SolveOptions) -> SolveResult:
 
 def solve_candidates(workload: Workload, units: dict, candidates: list[Candidate], options: PlanOptions,
                      first_stage: Callable[[Solved], None] | None = None) -> Solved:
-    """Solve the MILP; for max_goodput, a second stage keeps λ* and minimises power (``first_stage`` is
-    called with the first stage's outcome before the second starts)."""
+    """Solve the MILP; for max_goodput, a second stage keeps λ* and minimises power (fixed_footprint: the money
+    paid for additions); ``first_stage`` is called with the first stage's outcome before the second starts."""
     solved = solve_first_stage(workload, units, candidates, options)
-    if workload.objective == "max_goodput" and solved.result.has_solution and solved.scale > MIN_SCALE:
+    if workload.objective in GOODPUT_OBJECTIVES and solved.result.has_solution and solved.scale > MIN_SCALE:
         if first_stage is not None:
             first_stage(solved)
         solved = tie_break(workload, units, solved, options)
@@ -142,10 +153,11 @@ def solve_first_stage(workload: Workload, units: dict, candidates: list[Candidat
 
 
 def tie_break(workload: Workload, units: dict, first: Solved, options: PlanOptions) -> Solved:
-    """max_goodput's second stage: the least power at the first stage's scale λ* (kept if it finds no plan)."""
+    """A goodput objective's second stage: the least power (fixed_footprint: money paid) at the first stage's
+    scale λ* (the first stage's plan is kept if it finds none)."""
     start = time.perf_counter()
     second = build_model(workload, units, first.candidates,
-                         BuildOptions(objective="max_goodput", min_scale=first.scale * (1 - 1e-9)))
+                         BuildOptions(objective=workload.objective, min_scale=first.scale * (1 - 1e-9)))
     limits = replace(options.solve_options(), time_limit_s=max(1.0, options.tie_break_time_share * options.time_limit_s))
     refined = check_outcome(get_backend(options.solver).solve(second, replace(limits, hint=first.result.x)))
     elapsed = first.time_s + time.perf_counter() - start
@@ -172,7 +184,7 @@ def check_ids(workload: Workload, catalog: Catalog) -> None:
     catalog.model(workload.model)
     if workload.spec_decode is not None:
         catalog.model(workload.spec_decode.draft_model)
-    for device_id in (*(workload.constraints.devices or ()), *workload.constraints.inventory,
+    for device_id in (*(workload.constraints.devices or ()), *workload.constraints.inventory, *workload.constraints.owned,
                       *((workload.baseline_device,) if workload.baseline_device else ())):
         catalog.device(device_id)
 
@@ -233,8 +245,10 @@ def _plan(workload: Workload, catalog: Catalog, options: PlanOptions) -> Plan:
         return infeasible_plan(workload, graph_json, info, diagnosis, baseline).model_copy(update={"reference": reference})
     reached("verify", solved)
     plan = _finished(workload, solved, graph_json, start, baseline, options, catalog)
+    footprint = footprint_of(workload, graph_units, candidates, plan, options, costs) if workload.constraints.owned else None
     return plan.model_copy(update={"reference": reference, "gains": gains_of(workload, plan, baseline, reference),
-                                   "alternatives": alternatives(workload, graph_units, candidates, plan, options)})
+                                   "alternatives": alternatives(workload, graph_units, candidates, plan, options),
+                                   "footprint": footprint})
 
 
 def _finished(workload: Workload, solved: Solved, graph_json: dict, start: float, baseline: Baseline | None,
@@ -269,7 +283,7 @@ def alternatives(workload: Workload, units: dict, candidates: list[Candidate], b
     mixes = [frozenset(best.totals.devices_by_type)]
     for _ in range(options.alternatives):
         solved = solve_first_stage(workload, units, candidates, options, tuple(mixes))
-        if not solved.result.has_solution or (workload.objective == "max_goodput" and solved.scale <= MIN_SCALE):
+        if not solved.result.has_solution or (workload.objective in GOODPUT_OBJECTIVES and solved.scale <= MIN_SCALE):
             break
         fleet = fleet_figures(workload, solved)
         ratio = _ratio(workload.objective, (solved.scale, fleet["cost_usd_per_hour"], fleet["power_kw"]),
@@ -306,14 +320,14 @@ def best_homogeneous(workload: Workload, units: dict, candidates: list[Candidate
         if winner is not None and bounds[device] >= winner[0] - 1e-9 * max(1.0, abs(winner[0])):
             break  # sorted by bound: no later type can beat the winner either
         solved = solve_first_stage(workload, units, subsets[device], options)
-        if not solved.result.has_solution or (workload.objective == "max_goodput" and solved.scale <= MIN_SCALE):
+        if not solved.result.has_solution or (workload.objective in GOODPUT_OBJECTIVES and solved.scale <= MIN_SCALE):
             continue
         if winner is None or solved.result.objective < winner[0] - 1e-12:
             winner = (solved.result.objective, solved)
     if winner is None:
         return NO_FLEET
     solved = winner[1]
-    if workload.objective == "max_goodput":
+    if workload.objective in GOODPUT_OBJECTIVES:
         solved = tie_break(workload, units, solved, options)
     return fleet_of(workload, solved)
 
@@ -355,6 +369,46 @@ def homogeneous_fleet(workload: Workload, units: dict, candidates: list[Candidat
     return fleet_of(workload, solved)
 
 
+def owned_fleet(workload: Workload, units: dict, candidates: list[Candidate], options: PlanOptions) -> Baseline:
+    """The best the owned devices do alone: only their types, at most the owned counts, same constraints."""
+    owned = workload.constraints.owned
+    cons = workload.constraints
+    inventory = {**cons.inventory, **{d: min(k, cons.inventory.get(d, k)) for d, k in owned.items()}}
+    alone = workload.model_copy(update={"constraints": cons.model_copy(update={"devices": tuple(sorted(owned)),
+                                                                               "inventory": inventory})})
+    subset = [c for c in candidates if set(c.devices_by_type) <= set(owned)]
+    name = " + ".join(sorted(owned))
+    solved = solve_candidates(alone, units, subset, options.for_baseline()) if subset else None
+    if solved is None or not solved.result.has_solution or (
+            workload.objective in GOODPUT_OBJECTIVES and solved.scale <= MIN_SCALE):
+        return NO_FLEET.model_copy(update={"device": name})
+    figures = fleet_figures(alone, solved)
+    return Baseline(device=name, goodput_scale=solved.scale, power_kw=figures["power_kw"],
+                    cost_usd_per_hour=figures["cost_usd_per_hour"], capex_usd=figures["capex_usd"],
+                    devices=figures["devices"], status=solved.status)
+
+
+def footprint_of(workload: Workload, units: dict, candidates: list[Candidate], plan: Plan, options: PlanOptions,
+                 costs: RooflineModel) -> Footprint:
+    """What ``plan`` adds to the owned fleet (devices, $/h, capex and facility power at catalog figures) and
+    what that buys over the owned fleet alone."""
+    owned, used = workload.constraints.owned, plan.totals.devices_by_type
+    added = {d: n - owned.get(d, 0) for d, n in used.items() if n > owned.get(d, 0)}
+    devices = {d: costs.catalog.device(d) for d in added}
+    alone = owned_fleet(workload, units, candidates, options)
+    mine = (plan.goodput_scale, plan.totals.cost_usd_per_hour, plan.totals.power_kw)
+    gain = (None if alone.status == "infeasible"
+            else _ratio(workload.objective, mine, (alone.goodput_scale, alone.cost_usd_per_hour, alone.power_kw)))
+    return Footprint(
+        owned=dict(sorted(owned.items())), owned_used={d: min(used.get(d, 0), k) for d, k in sorted(owned.items())},
+        added=dict(sorted(added.items())),
+        added_cost_usd_per_hour=sum(k * devices[d].price_usd_per_hour for d, k in added.items()),
+        added_capex_usd=sum(k * devices[d].price_usd for d, k in added.items()),
+        added_power_kw=sum(workload.constraints.pue * costs.silicon(devices[d], workload.dtype).replica_power_w(k)
+                           for d, k in added.items()) / WATTS_PER_KW,
+        owned_only=alone, gain=gain)
+
+
 def with_reference_device(workload: Workload) -> Workload:
     """``workload`` whose allowed devices include its ``baseline_device`` (so that fleet can be priced)."""
     devices, reference = workload.constraints.devices, workload.baseline_device
@@ -379,7 +433,7 @@ def _ratio(objective: str, better: tuple[float, float, float], worse: tuple[floa
     inverse ratio of cost or power (above 1: ``better`` is better)."""
     scale, cost, power = better
     scale0, cost0, power0 = worse
-    if objective == "max_goodput":
+    if objective in GOODPUT_OBJECTIVES:
         return scale / scale0 if scale0 > 0 else None
     if objective == "min_cost":
         return cost0 / cost if cost > 0 and cost0 > 0 else None

@@ -9,6 +9,7 @@ import numpy as np
 from planner.candidates import Candidate
 from planner.milp.model import IlpModel
 from planner.schema import (
+    GOODPUT_OBJECTIVES,
     Baseline,
     ClassResult,
     DeviceConfidence,
@@ -142,9 +143,30 @@ def confidence_of(workload: Workload, pools: list[Pool], costs) -> list[DeviceCo
     return out
 
 
+def footprint_lines(plan: Plan) -> list[str]:
+    """What the plan adds to the owned fleet and what the addition buys (none without an owned fleet)."""
+    f = plan.footprint
+    if f is None:
+        return []
+    owned = ", ".join(f"{k} {d} ({f.owned_used[d]} used)" for d, k in f.owned.items())
+    added = ", ".join(f"{k} {d}" for d, k in f.added.items()) or "nothing"
+    lines = [f"owned fleet: {owned}; adds {added}: ${f.added_cost_usd_per_hour:+,.2f}/h, "
+             f"capex ${f.added_capex_usd:+,.0f}, {f.added_power_kw:+,.1f} kW"]
+    alone = f.owned_only
+    if alone.status == "infeasible":
+        lines.append("the owned fleet alone cannot serve this workload under its constraints")
+    else:
+        unit = "goodput" if plan.objective in GOODPUT_OBJECTIVES else plan.objective.removeprefix("min_")
+        ratio = f": {f.gain:.3f}x {unit}" if f.gain is not None else ""
+        lines.append(f"the owned fleet alone: goodput scale {alone.goodput_scale:.3f}, {alone.power_kw:,.1f} kW, "
+                     f"${alone.cost_usd_per_hour:,.2f}/h; with the additions {plan.goodput_scale:.3f}{ratio}")
+    return lines
+
+
 def gain_lines(plan: Plan) -> list[str]:
-    """The reference fleet and what the plan buys over each single-device fleet, in the objective and in money."""
-    lines = []
+    """What the plan adds to an owned fleet, the reference fleet, and what the plan buys over each single-device
+    fleet, in the objective and in money."""
+    lines = footprint_lines(plan)
     ref = plan.reference
     if ref is not None:
         lines.append(f"reference fleet {ref.device}: cannot serve this workload under its constraints" if ref.status == "infeasible"
@@ -152,7 +174,7 @@ def gain_lines(plan: Plan) -> list[str]:
                           f"({ref.power_kw:,.1f} kW, ${ref.cost_usd_per_hour:,.2f}/h, capex ${ref.capex_usd:,.0f})")
     if plan.gains is None:
         return lines
-    unit = {"max_goodput": "goodput", "min_cost": "cost", "min_power": "power"}[plan.objective]
+    unit = {"max_goodput": "goodput", "fixed_footprint": "goodput", "min_cost": "cost", "min_power": "power"}[plan.objective]
     for g in plan.gains.against:
         ratio = f"{g.objective_ratio:.3f}x {unit}" if g.objective_ratio is not None else "-"
         per_m = (f"; $/M tokens {g.usd_per_million_tokens:.3g} vs {g.fleet_usd_per_million_tokens:.3g}"

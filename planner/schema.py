@@ -307,16 +307,49 @@ class Constraints(Frozen):
     cost_budget_usd_per_hour: Annotated[float, Field(gt=0, le=MAX_COST_BUDGET_USD_PER_HOUR)] | None = None
     #: at most this many device types in the fleet (what procurement can buy and operate); None: no limit
     max_device_types: Annotated[int, Field(ge=1, le=MAX_DEVICES)] | None = None
+    #: devices already owned, by type: free to use (no $/h, no capex; they still draw power). More of an owned
+    #: type may be bought unless ``inventory`` caps it; ``inventory: {cs-3: {count: 16, owned: true}}`` says
+    #: both at once (16 owned, none to add)
+    owned: dict[Id, Annotated[int, Field(ge=1, le=MAX_INVENTORY)]] = Field(default_factory=dict, max_length=MAX_DEVICES)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _owned_inventory(cls, data):
+        """``inventory`` entries ``{count: N, owned: true}``: N devices, all of them owned."""
+        if not isinstance(data, dict) or not isinstance(data.get("inventory"), dict):
+            return data
+        inventory, owned = {}, dict(data.get("owned") or {})
+        for device, entry in data["inventory"].items():
+            if isinstance(entry, dict):
+                unknown = sorted(set(entry) - {"count", "owned"})
+                if unknown or "count" not in entry:
+                    raise ValueError(f"inventory.{device}: a count, or {{count: N, owned: true|false}} "
+                                     f"(got {', '.join(map(str, unknown)) or 'no count'})")
+                if entry.get("owned") not in (None, True, False):
+                    raise ValueError(f"inventory.{device}.owned: true or false")
+                inventory[device] = entry["count"]
+                if entry.get("owned") and isinstance(entry["count"], int) and entry["count"] > 0:
+                    owned[device] = entry["count"]
+            else:
+                inventory[device] = entry
+        return {**data, "inventory": inventory, "owned": owned}
 
     @model_validator(mode="after")
     def _distinct_devices(self) -> Constraints:
         if self.devices is not None and len(set(self.devices)) != len(self.devices):
             twice = sorted({d for d in self.devices if self.devices.count(d) > 1})
             raise ValueError(f"devices: listed more than once: {', '.join(twice)}")
+        for device, count in self.owned.items():
+            if self.devices is not None and device not in self.devices:
+                raise ValueError(f"owned.{device}: not in devices ({', '.join(self.devices)}); list it to use it")
+            if device in self.inventory and self.inventory[device] < count:
+                raise ValueError(f"owned.{device}: {count} owned but inventory.{device} allows {self.inventory[device]}")
         return self
 
 
-Objective = Literal["max_goodput", "min_cost", "min_power"]
+Objective = Literal["max_goodput", "min_cost", "min_power", "fixed_footprint"]
+#: objectives whose first stage maximises the goodput scale λ (fixed_footprint: with the owned fleet free)
+GOODPUT_OBJECTIVES = ("max_goodput", "fixed_footprint")
 
 
 class Workload(Frozen):
@@ -547,6 +580,24 @@ class Gains(Out):
     mixing: float | None = None
 
 
+class Footprint(Out):
+    """A plan over a fleet the buyer already owns (``constraints.owned``): what it adds and what that buys.
+
+    ``added``: devices beyond the owned ones, priced at the catalog (``added_*``); ``owned_only``: the best the
+    owned devices do alone under the same constraints; ``gain``: the plan over it, in the objective (above 1:
+    the additions help; None when the owned fleet alone serves nothing).
+    """
+
+    owned: dict[str, int]
+    owned_used: dict[str, int]
+    added: dict[str, int]
+    added_cost_usd_per_hour: float
+    added_capex_usd: float
+    added_power_kw: float
+    owned_only: Baseline
+    gain: float | None
+
+
 class SloShortfall(Out):
     """A class no allowed device serves within its SLO, with the best any device reaches."""
 
@@ -618,6 +669,8 @@ class Plan(Out, Stamped):
     gains: Gains | None = None
     #: the best plans with other device mixes, best first (``alternatives`` in the options)
     alternatives: tuple[Alternative, ...] = ()
+    #: what the plan adds to the owned fleet, and what the addition buys (when the workload owns devices)
+    footprint: Footprint | None = None
     workload: Workload
     options: SolveSettings | None = None
 

@@ -5,7 +5,8 @@ its TTFT/TPOT from the cost model at the pool's actual utilisation (and finds th
 batch fitting in memory and its capacity per replica; each pool's devices are recounted from its
 parallelism × replicas (and its partner's); each class's traffic is split completely and every pool
 unit has the capacity for what it serves; power, inventory and cost recomputed from those device counts
-and catalog prices and TDPs are within the budgets and match the plan's totals.
+and catalog prices and TDPs are within the budgets (the cost budget counts what is paid: owned devices
+are free) and match the plan's totals.
 """
 
 from __future__ import annotations
@@ -99,9 +100,10 @@ def verify_plan(plan: Plan, catalog: Catalog, options: CandidateOptions = Candid
     procurable = check(cons.max_device_types is None or len(by_type) <= cons.max_device_types,
                        len(by_type) - (cons.max_device_types or 0),
                        f"{len(by_type)} device types > max_device_types {cons.max_device_types}")
+    paid = cost - sum(min(by_type.get(d, 0), k) * catalog.device(d).price_usd_per_hour for d, k in cons.owned.items())
     cost_ok = cons.cost_budget_usd_per_hour is None or check(
-        cost <= cons.cost_budget_usd_per_hour * (1 + REL_TOL), cost - cons.cost_budget_usd_per_hour,
-        f"cost ${cost:.2f}/h > budget")
+        paid <= cons.cost_budget_usd_per_hour * (1 + REL_TOL), paid - cons.cost_budget_usd_per_hour,
+        f"cost paid ${paid:.2f}/h (owned devices free) > budget")
     cost_ok = check(abs(cost - plan.totals.cost_usd_per_hour) <= 1e-6 * max(1.0, cost), abs(cost - plan.totals.cost_usd_per_hour),
                     f"recounted cost ${cost:.2f}/h differs from the plan's ${plan.totals.cost_usd_per_hour:.2f}/h") and cost_ok
     count_ok &= check(dict(sorted(by_type.items())) == dict(sorted(plan.totals.devices_by_type.items()))

@@ -15,13 +15,19 @@ in units of rate_k; λ ≥ 0 the uniform goodput scale.
     (4) inventory    Σ_c N_{c,d} · n_c ≤ inventory_d                      ∀ d with an inventory
     (5) cost         Σ_c $_c · n_c ≤ budget_$/h                           (when a cost budget is set)
     (6) scale        λ = 1 for min_cost and min_power
+    (9) owned        Σ_c N_{c,d} · n_c − b_d ≤ owned_d,  b_d ≥ 0              ∀ owned type d
     (7) types        n_c ≤ U_c · y_d  ∀ c, d ∈ c;  Σ_d y_d ≤ max_device_types   (y_d ∈ {0,1}, when set)
     (8) other mix    Σ_{d∈S} (1 − y_d) + Σ_{d∉S} y_d ≥ 1  for each excluded device-type set S (alternatives),
                      with y_d ≤ Σ_{c ∋ d} n_c so that y_d = 1 means type d is used
 
 U_c bounds n_c: the replicas of c the power budget (and the inventory of its device types) could hold.
 
-Objectives: max λ (then a second solve: min power with λ ≥ λ*); min Σ $_c n_c; min PUE Σ P_c n_c.
+Owned devices are free: the money a plan pays is ``$'_c n_c + Σ_d price_d · b_d``, with ``$'_c`` the $/h of c's
+devices of types not owned and b_d the devices of owned type d bought beyond the owned ones; it replaces
+Σ $_c n_c in (5) and in the cost objectives.
+
+Objectives: max λ (then a second solve: min power with λ ≥ λ*); fixed_footprint: max λ, then the least money
+paid for additions at λ*; min money paid; min PUE Σ P_c n_c.
 
 DESIGN.md's replica-equivalents y are not needed: every candidate serves exactly one (class, strategy,
 unit), so y = n at the optimum and the utilisation cap folds into (2). Transfer edges of the task graph
@@ -37,7 +43,7 @@ import numpy as np
 
 from planner.candidates import Candidate
 from planner.milp.model import IlpModel, ModelBuilder
-from planner.schema import Workload
+from planner.schema import GOODPUT_OBJECTIVES, Workload
 from planner.units import WATTS_PER_KW
 
 
@@ -45,8 +51,8 @@ from planner.units import WATTS_PER_KW
 class BuildOptions:
     """Which objective to build, and optional overrides used by baselines and diagnoses."""
 
-    objective: str = "max_goodput"  # max_goodput | min_cost | min_power
-    min_scale: float | None = None  # λ ≥ min_scale (second stage of max_goodput)
+    objective: str = "max_goodput"  # max_goodput | min_cost | min_power | fixed_footprint
+    min_scale: float | None = None  # λ ≥ min_scale (second stage of max_goodput and fixed_footprint)
     elastic: bool = False  # slack on power, inventory and cost rows, penalised (infeasibility diagnosis)
     #: device-type sets a solution may not use exactly (``--alternatives``: the mixes already found)
     exclude_mixes: tuple[frozenset[str], ...] = ()
@@ -61,28 +67,58 @@ def build_model(workload: Workload, units: dict[tuple[str, str], list[str]], can
     of the task graph, so a unit without candidates forces its strategy's traffic to zero."""
     b = ModelBuilder()
     pue = workload.constraints.pue
-    n = b.add_block("n", [c.key for c in candidates], integer=True, objective=_replica_costs(candidates, pue, options))
+    paid = paid_costs(workload, candidates)
+    n = b.add_block("n", [c.key for c in candidates], integer=True, objective=_replica_costs(candidates, paid, pue, options))
     pairs = sorted(units)
     z = dict(zip(pairs, b.add_block("z", [f"{k}/{s}" for k, s in pairs])))
-    (scale,) = b.add_block("scale", ["lambda"], objective=[-1.0 if options.objective == "max_goodput" and options.min_scale is None else 0.0])
+    maximise = options.objective in GOODPUT_OBJECTIVES and options.min_scale is None and not options.elastic
+    (scale,) = b.add_block("scale", ["lambda"], objective=[-1.0 if maximise else 0.0])
     add_split(b, workload, z, scale)
     add_demand(b, workload, units, candidates, n, z)
     add_power(b, workload, candidates, n, options)
     add_inventory(b, workload, candidates, n, options)
-    add_cost(b, workload, candidates, n, options)
+    bought = add_owned(b, workload, candidates, n, pays(options))
+    add_cost(b, workload, paid, n, bought, options)
     add_scale(b, scale, options)
     add_device_types(b, workload, candidates, n, options.exclude_mixes)
     return b.build()
 
 
-def _replica_costs(candidates: list[Candidate], pue: float, options: BuildOptions) -> list[float]:
-    if options.elastic:
-        return [0.0] * len(candidates)
-    if options.objective == "min_cost":
-        return [c.cost_usd_per_hour for c in candidates]
-    if options.objective == "min_power" or options.min_scale is not None:
+def pays(options: BuildOptions) -> bool:
+    """Whether the objective is the money paid: min_cost, and fixed_footprint's second stage."""
+    return not options.elastic and (options.objective == "min_cost"
+                                    or (options.objective == "fixed_footprint" and options.min_scale is not None))
+
+
+def _replica_costs(candidates: list[Candidate], paid: list[float], pue: float, options: BuildOptions) -> list[float]:
+    if pays(options):
+        return list(paid)
+    if not options.elastic and (options.objective == "min_power" or options.min_scale is not None):
         return [pue * c.power_w / WATTS_PER_KW for c in candidates]
     return [0.0] * len(candidates)
+
+
+def paid_costs(workload: Workload, candidates: list[Candidate]) -> list[float]:
+    """``$'_c``: the $/h of each candidate's devices of types the workload does not own."""
+    owned = workload.constraints.owned
+    return [c.cost_usd_per_hour - sum(k * c.price_by_type.get(d, 0.0) for d, k in c.devices_by_type.items() if d in owned)
+            for c in candidates]
+
+
+def add_owned(b: ModelBuilder, workload: Workload, candidates: list[Candidate], n: list[int],
+              in_objective: bool) -> list[tuple[int, float]]:
+    """(9) devices of each owned type beyond the owned ones, b_d (``bought``); returns (column, $/h each)."""
+    out = []
+    for device, count in sorted(workload.constraints.owned.items()):
+        users = [(j, c) for c, j in zip(candidates, n) if device in c.devices_by_type]
+        if not users:
+            continue
+        price = next(c.price_by_type.get(device, 0.0) for _, c in users)
+        (bought,) = b.add_block(f"bought_{device}", ["devices"], objective=[price if in_objective else 0.0])
+        b.add_row(f"owned:{device}", [j for j, _ in users] + [bought],
+                  [float(c.devices_by_type[device]) for _, c in users] + [-1.0], hi=float(count))
+        out.append((bought, price))
+    return out
 
 
 def add_split(b: ModelBuilder, workload: Workload, z: dict, scale: int) -> None:
@@ -130,12 +166,13 @@ def add_inventory(b: ModelBuilder, workload: Workload, candidates: list[Candidat
             b.add_row(f"inventory:{device}", cols, vals, hi=float(limit))
 
 
-def add_cost(b: ModelBuilder, workload: Workload, candidates: list[Candidate], n: list[int], options: BuildOptions) -> None:
-    """(5) hourly cost within the budget, when one is set."""
+def add_cost(b: ModelBuilder, workload: Workload, paid: list[float], n: list[int], bought: list[tuple[int, float]],
+             options: BuildOptions) -> None:
+    """(5) the hourly money paid within the budget, when one is set (owned devices are free)."""
     budget = workload.constraints.cost_budget_usd_per_hour
     if budget is None:
         return
-    cols, vals = list(n), [c.cost_usd_per_hour for c in candidates]
+    cols, vals = list(n) + [j for j, _ in bought], list(paid) + [price for _, price in bought]
     if options.elastic:
         (slack,) = b.add_block("slack_cost", ["usd_per_hour"], objective=[ELASTIC_PENALTY["cost"]])
         cols, vals = cols + [slack], vals + [-1.0]
@@ -176,8 +213,8 @@ def add_device_types(b: ModelBuilder, workload: Workload, candidates: list[Candi
 
 
 def add_scale(b: ModelBuilder, scale: int, options: BuildOptions) -> None:
-    """(6) λ fixed to 1 (min_cost, min_power, elastic) or bounded below (second stage of max_goodput)."""
-    if options.objective != "max_goodput" or options.elastic:
+    """(6) λ fixed to 1 (min_cost, min_power, elastic) or bounded below (second stage of a goodput objective)."""
+    if options.objective not in GOODPUT_OBJECTIVES or options.elastic:
         b.set_bounds(scale, 1.0, 1.0)
     elif options.min_scale is not None:
         b.set_bounds(scale, options.min_scale, np.inf)

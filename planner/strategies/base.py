@@ -69,6 +69,7 @@ class Candidate:
     partner_tp: int | None = None
     partner_role: str | None = None
     partner_share: int = 1  # target replicas per partner replica (M:N)
+    price_by_type: dict[str, float] = field(default_factory=dict, compare=False)  # $/h of one device of each type
     extra: dict = field(default_factory=dict, compare=False)
 
     @property
@@ -161,9 +162,10 @@ def edge_bytes(graph: nx.DiGraph, class_name: str, strategy: str, source: str, t
 
 # ---------------------------------------------------------------------------------------- pricing
 def money(parts: list[tuple[Silicon, int]]) -> dict:
-    """Devices, IT power, $/h and capex of one replica made of ``parts`` (silicon, count)."""
+    """Devices, IT power, $/h and capex of one replica made of ``parts`` (silicon, count), and $/h per device."""
     return {
         "devices_by_type": {s.id: n for s, n in parts},
+        "price_by_type": {s.id: s.device.price_usd_per_hour for s, _ in parts},
         "power_w": sum(s.replica_power_w(n) for s, n in parts),
         "cost_usd_per_hour": sum(n * s.device.price_usd_per_hour for s, n in parts),
         "capex_usd": sum(n * s.device.price_usd for s, n in parts),

@@ -224,6 +224,7 @@ class ObjectiveChoice(str, Enum):
     min_cost = "min_cost"
     min_power = "min_power"
     fixed_footprint = "fixed_footprint"
+    max_interactivity = "max_interactivity"
 
 
 class SolverChoice(str, Enum):

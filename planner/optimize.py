@@ -12,6 +12,7 @@ from typing import Any, Callable, Mapping
 import numpy as np
 
 from planner import graph as task_graph
+from planner import interactivity
 from planner.candidates import Candidate, CandidateOptions, generate_candidates
 from planner.catalog import Catalog
 from planner.diagnose import budget_diagnosis, slo_diagnosis, slo_shortfalls, unserved_classes
@@ -41,6 +42,7 @@ from planner.schema import (
     Footprint,
     Gain,
     Gains,
+    Interactivity,
     Plan,
     SolveSettings,
     Workload,
@@ -201,22 +203,40 @@ def _stamped(plan: Plan, catalog: Catalog, options: PlanOptions) -> Plan:
     return plan.model_copy(update={**stamp(catalog), "options": settings})
 
 
-def _plan(workload: Workload, catalog: Catalog, options: PlanOptions) -> Plan:
-    start = time.perf_counter()
-    check_ids(workload, catalog)
-    costs = RooflineModel(catalog)
+@dataclass(frozen=True)
+class Priced:
+    """A workload's task graph (and its JSON), pool units, every priced candidate (the reference device's
+    included) and the candidates the plan may use."""
+
+    graph_json: dict
+    units: dict
+    priced: list[Candidate]
+    candidates: list[Candidate]
+
+
+def price_workload(workload: Workload, catalog: Catalog, options: PlanOptions, costs: RooflineModel) -> Priced:
+    """Graph → candidates for ``workload``."""
     model = costs.profile(workload.model, workload.dtype, workload.kv_dtype)
     draft = None
     if workload.spec_decode is not None:
         draft = costs.profile(workload.spec_decode.draft_model, workload.dtype, workload.kv_dtype)
     graph = task_graph.build_task_graph(workload, model, draft)
-    graph_json = task_graph.to_json(graph)
-    report(Progress("candidates"))
     priced, _ = generate_candidates(with_reference_device(workload), catalog, graph, options.candidates, costs)
     allowed = set(workload.constraints.devices or catalog.devices)
-    candidates = [c for c in priced if set(c.devices_by_type) <= allowed]
-    graph_units = {(k, s): task_graph.units(graph, k, s)
-                   for k in {rc.name for rc in workload.classes} for s in task_graph.strategies_of(graph, k)}
+    units = {(k, s): task_graph.units(graph, k, s)
+             for k in {rc.name for rc in workload.classes} for s in task_graph.strategies_of(graph, k)}
+    return Priced(task_graph.to_json(graph), units, priced, [c for c in priced if set(c.devices_by_type) <= allowed])
+
+
+def _plan(workload: Workload, catalog: Catalog, options: PlanOptions) -> Plan:
+    check_ids(workload, catalog)
+    if workload.objective == "max_interactivity":
+        return most_interactive(workload, catalog, options)
+    start = time.perf_counter()
+    costs = RooflineModel(catalog)
+    report(Progress("candidates"))
+    p = price_workload(workload, catalog, options, costs)
+    graph_json, graph_units, priced, candidates = p.graph_json, p.units, p.priced, p.candidates
     unserved = unserved_classes(workload, candidates, graph_units)
     if unserved:
         info = solver_info(SolveResult(Termination.INFEASIBLE, options.solver, options.engine or "-"), time.perf_counter() - start, None)
@@ -249,6 +269,57 @@ def _plan(workload: Workload, catalog: Catalog, options: PlanOptions) -> Plan:
     return plan.model_copy(update={"reference": reference, "gains": gains_of(workload, plan, baseline, reference),
                                    "alternatives": alternatives(workload, graph_units, candidates, plan, options),
                                    "footprint": footprint})
+
+
+def most_interactive(workload: Workload, catalog: Catalog, options: PlanOptions) -> Plan:
+    """max_interactivity (interactivity.py): the least-power plan at the tightest TPOT factor a fleet within the
+    budgets serves the rates at, with the best single device type's factor beside it."""
+    costs = RooflineModel(catalog)
+    probe_options = options.for_baseline()
+    cache: dict[float, Priced] = {}
+
+    def priced(f: float) -> Priced:
+        if f not in cache:
+            cache[f] = price_workload(interactivity.tightened(workload, f), catalog, options, costs)
+        return cache[f]
+
+    def feasible(f: float, device: str | None = None) -> bool:
+        tight, p = interactivity.tightened(workload, f), priced(f)
+        candidates = p.candidates if device is None else homogeneous_subsets(p.priced).get(device, [])
+        if not candidates or unserved_classes(tight, candidates, p.units):
+            return False
+        return solve_first_stage(tight, p.units, candidates, probe_options).result.has_solution
+
+    def refined(device: str, lowest: float) -> float | None:
+        """``device``'s tightest factor, walking the grid down to one step below ``lowest`` and bisecting."""
+        walk = [f for f in interactivity.grid() if f >= lowest * interactivity.GRID_STEP * (1 - 1e-9)]
+        return interactivity.tightest(lambda f: feasible(f, device), walk)[0]
+
+    factor, probes = interactivity.tightest(feasible)
+    best_device = best_factor = reference_factor = None
+    if options.baseline and factor is not None:
+        # every device type down the grid (no type alone beats the mix), the best of them then refined
+        allowed = homogeneous_subsets(priced(1.0).candidates)
+        reach = {d: interactivity.tightest(lambda f, d=d: feasible(f, d), [f for f in interactivity.grid() if f >= factor])[0]
+                 for d in allowed}
+        reach = {d: f for d, f in reach.items() if f is not None}
+        if reach:
+            lowest = min(reach.values())
+            best_factor, best_device = min((refined(d, lowest), d) for d, f in reach.items() if f == lowest)
+    if workload.baseline_device is not None and factor is not None:
+        reference_factor = refined(workload.baseline_device, factor)
+    plan = _plan(interactivity.tightened(workload, factor or 1.0), catalog, replace(options, baseline=False, alternatives=0))
+    tight = plan.workload
+    section = Interactivity(
+        tpot_factor=factor if factor is not None else 1.0,
+        tpot_ms={rc.name: rc.slo.tpot_ms for rc in tight.classes},
+        output_tokens_per_s_per_user={rc.name: 1000.0 / rc.slo.tpot_ms for rc in tight.classes},
+        best_homogeneous=best_device, best_homogeneous_factor=best_factor,
+        gain=best_factor / factor if best_factor is not None and factor else None,
+        reference=workload.baseline_device, reference_factor=reference_factor, probes=tuple(probes))
+    # the single-device fleets are compared in the section, at their own tightest TPOT
+    return plan.model_copy(update={"objective": "max_interactivity", "interactivity": section, "reference": None,
+                                   "workload": tight.model_copy(update={"objective": "max_interactivity"})})
 
 
 def _finished(workload: Workload, solved: Solved, graph_json: dict, start: float, baseline: Baseline | None,

@@ -163,10 +163,25 @@ def footprint_lines(plan: Plan) -> list[str]:
     return lines
 
 
+def interactivity_lines(plan: Plan) -> list[str]:
+    """The tightest TPOT the plan serves its rates at, against the best single device and the reference."""
+    i = plan.interactivity
+    if i is None:
+        return []
+    per_class = ", ".join(f"{k} {ms:.3g} ms ({i.output_tokens_per_s_per_user[k]:,.0f} tok/s/user)" for k, ms in i.tpot_ms.items())
+    lines = [f"tightest TPOT at the full rate: {i.tpot_factor:.3f}x the SLO: {per_class}"]
+    for name, device, factor in (("best single device", i.best_homogeneous, i.best_homogeneous_factor),
+                                 ("reference", i.reference, i.reference_factor)):
+        if device is not None:
+            lines.append(f"{name} {device}: " + (f"{factor:.3f}x the SLO; the plan is {factor / i.tpot_factor:.2f}x as interactive"
+                                                 if factor is not None else "cannot serve the rates even at the stated SLO"))
+    return lines
+
+
 def gain_lines(plan: Plan) -> list[str]:
     """What the plan adds to an owned fleet, the reference fleet, and what the plan buys over each single-device
     fleet, in the objective and in money."""
-    lines = footprint_lines(plan)
+    lines = footprint_lines(plan) + interactivity_lines(plan)
     ref = plan.reference
     if ref is not None:
         lines.append(f"reference fleet {ref.device}: cannot serve this workload under its constraints" if ref.status == "infeasible"
@@ -174,7 +189,8 @@ def gain_lines(plan: Plan) -> list[str]:
                           f"({ref.power_kw:,.1f} kW, ${ref.cost_usd_per_hour:,.2f}/h, capex ${ref.capex_usd:,.0f})")
     if plan.gains is None:
         return lines
-    unit = {"max_goodput": "goodput", "fixed_footprint": "goodput", "min_cost": "cost", "min_power": "power"}[plan.objective]
+    unit = {"max_goodput": "goodput", "fixed_footprint": "goodput", "min_cost": "cost", "min_power": "power",
+            "max_interactivity": "power"}[plan.objective]
     for g in plan.gains.against:
         ratio = f"{g.objective_ratio:.3f}x {unit}" if g.objective_ratio is not None else "-"
         per_m = (f"; $/M tokens {g.usd_per_million_tokens:.3g} vs {g.fleet_usd_per_million_tokens:.3g}"

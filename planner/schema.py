@@ -296,14 +296,22 @@ class SpecDecodeSettings(Frozen):
         return (self.draft_tokens,) if self.draft_tokens is not None else DRAFT_LENGTHS
 
 
+class InventoryEntry(Frozen):
+    """An inventory line that can also say the devices are already owned."""
+
+    count: Annotated[int, Field(ge=0, le=MAX_INVENTORY)]
+    owned: bool = False
+
+
 class Constraints(Frozen):
     """Limits the fleet must respect."""
 
     power_budget_kw: Annotated[float, Field(gt=0, le=MAX_POWER_BUDGET_KW)]
     pue: Annotated[float, Field(ge=1, le=3)] = 1.2
     devices: tuple[Id, ...] | None = Field(default=None, min_length=1, max_length=MAX_DEVICES)
-    inventory: dict[Id, Annotated[int, Field(ge=0, le=MAX_INVENTORY)]] = Field(default_factory=dict,
-                                                                             max_length=MAX_DEVICES)
+    #: devices of a type at most (an ``InventoryEntry`` also says they are owned; read back as the count)
+    inventory: dict[Id, Annotated[int, Field(ge=0, le=MAX_INVENTORY)] | InventoryEntry] = Field(
+        default_factory=dict, max_length=MAX_DEVICES)
     cost_budget_usd_per_hour: Annotated[float, Field(gt=0, le=MAX_COST_BUDGET_USD_PER_HOUR)] | None = None
     #: at most this many device types in the fleet (what procurement can buy and operate); None: no limit
     max_device_types: Annotated[int, Field(ge=1, le=MAX_DEVICES)] | None = None
@@ -312,27 +320,16 @@ class Constraints(Frozen):
     #: both at once (16 owned, none to add)
     owned: dict[Id, Annotated[int, Field(ge=1, le=MAX_INVENTORY)]] = Field(default_factory=dict, max_length=MAX_DEVICES)
 
-    @model_validator(mode="before")
-    @classmethod
-    def _owned_inventory(cls, data):
-        """``inventory`` entries ``{count: N, owned: true}``: N devices, all of them owned."""
-        if not isinstance(data, dict) or not isinstance(data.get("inventory"), dict):
-            return data
-        inventory, owned = {}, dict(data.get("owned") or {})
-        for device, entry in data["inventory"].items():
-            if isinstance(entry, dict):
-                unknown = sorted(set(entry) - {"count", "owned"})
-                if unknown or "count" not in entry:
-                    raise ValueError(f"inventory.{device}: a count, or {{count: N, owned: true|false}} "
-                                     f"(got {', '.join(map(str, unknown)) or 'no count'})")
-                if entry.get("owned") not in (None, True, False):
-                    raise ValueError(f"inventory.{device}.owned: true or false")
-                inventory[device] = entry["count"]
-                if entry.get("owned") and isinstance(entry["count"], int) and entry["count"] > 0:
-                    owned[device] = entry["count"]
-            else:
-                inventory[device] = entry
-        return {**data, "inventory": inventory, "owned": owned}
+    @model_validator(mode="after")
+    def _owned_inventory(self) -> Constraints:
+        """Entries ``{count: N, owned: true}`` become a count of N and N owned devices (frozen: set in place once)."""
+        entries = {d: e for d, e in self.inventory.items() if isinstance(e, InventoryEntry)}
+        if entries:
+            object.__setattr__(self, "inventory", {d: e.count if isinstance(e, InventoryEntry) else e
+                                                   for d, e in self.inventory.items()})
+            owned = {**self.owned, **{d: e.count for d, e in entries.items() if e.owned and e.count > 0}}
+            object.__setattr__(self, "owned", owned)
+        return self
 
     @model_validator(mode="after")
     def _distinct_devices(self) -> Constraints:
@@ -347,7 +344,7 @@ class Constraints(Frozen):
         return self
 
 
-Objective = Literal["max_goodput", "min_cost", "min_power", "fixed_footprint"]
+Objective = Literal["max_goodput", "min_cost", "min_power", "fixed_footprint", "max_interactivity"]
 #: objectives whose first stage maximises the goodput scale λ (fixed_footprint: with the owned fleet free)
 GOODPUT_OBJECTIVES = ("max_goodput", "fixed_footprint")
 
@@ -598,6 +595,25 @@ class Footprint(Out):
     gain: float | None
 
 
+class Interactivity(Out):
+    """A ``max_interactivity`` plan: every class's TPOT SLO scaled by ``tpot_factor`` (the smallest factor at
+    which a fleet within the budgets serves the whole rate), and the best single-device-type fleet's factor.
+
+    ``gain``: the homogeneous factor over the plan's (above 1: mixing devices serves the same throughput at
+    that many times the output tokens/s per user); ``probes``: every factor tried and whether a fleet met it.
+    """
+
+    tpot_factor: float
+    tpot_ms: dict[str, float]
+    output_tokens_per_s_per_user: dict[str, float]
+    best_homogeneous: str | None
+    best_homogeneous_factor: float | None
+    gain: float | None
+    reference: str | None = None  # the workload's baseline_device, searched the same way
+    reference_factor: float | None = None
+    probes: tuple[tuple[float, bool], ...]
+
+
 class SloShortfall(Out):
     """A class no allowed device serves within its SLO, with the best any device reaches."""
 
@@ -671,6 +687,8 @@ class Plan(Out, Stamped):
     alternatives: tuple[Alternative, ...] = ()
     #: what the plan adds to the owned fleet, and what the addition buys (when the workload owns devices)
     footprint: Footprint | None = None
+    #: the tightest TPOT the fleet serves the rates at, and the best homogeneous fleet's (max_interactivity)
+    interactivity: Interactivity | None = None
     workload: Workload
     options: SolveSettings | None = None
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PlainSerializer, model_validator
 
 Id = Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9.\-]*$", min_length=1, max_length=64)]
 WeightsDtype = Literal["bf16", "fp16", "fp8", "int8", "fp4", "int4"]
@@ -303,15 +303,26 @@ class InventoryEntry(Frozen):
     owned: bool = False
 
 
+def _entry(value):
+    """An inventory count ``N`` is the entry ``{count: N}``."""
+    return {"count": value} if isinstance(value, (int, float, str)) and not isinstance(value, bool) else value
+
+
+def _count(value) -> int:
+    """An inventory line as it is stored and read back: its count."""
+    return value.count if isinstance(value, InventoryEntry) else value
+
+
 class Constraints(Frozen):
     """Limits the fleet must respect."""
 
     power_budget_kw: Annotated[float, Field(gt=0, le=MAX_POWER_BUDGET_KW)]
     pue: Annotated[float, Field(ge=1, le=3)] = 1.2
     devices: tuple[Id, ...] | None = Field(default=None, min_length=1, max_length=MAX_DEVICES)
-    #: devices of a type at most (an ``InventoryEntry`` also says they are owned; read back as the count)
-    inventory: dict[Id, Annotated[int, Field(ge=0, le=MAX_INVENTORY)] | InventoryEntry] = Field(
-        default_factory=dict, max_length=MAX_DEVICES)
+    #: devices of a type at most: a count, or ``{count, owned}`` that also says they are owned (read back as the count)
+    inventory: dict[Id, Annotated[InventoryEntry, BeforeValidator(_entry, json_schema_input_type=int | InventoryEntry),
+                                  PlainSerializer(_count, return_type=int)]] = Field(default_factory=dict,
+                                                                                     max_length=MAX_DEVICES)
     cost_budget_usd_per_hour: Annotated[float, Field(gt=0, le=MAX_COST_BUDGET_USD_PER_HOUR)] | None = None
     #: at most this many device types in the fleet (what procurement can buy and operate); None: no limit
     max_device_types: Annotated[int, Field(ge=1, le=MAX_DEVICES)] | None = None
@@ -325,8 +336,7 @@ class Constraints(Frozen):
         """Entries ``{count: N, owned: true}`` become a count of N and N owned devices (frozen: set in place once)."""
         entries = {d: e for d, e in self.inventory.items() if isinstance(e, InventoryEntry)}
         if entries:
-            object.__setattr__(self, "inventory", {d: e.count if isinstance(e, InventoryEntry) else e
-                                                   for d, e in self.inventory.items()})
+            object.__setattr__(self, "inventory", {d: e.count for d, e in entries.items()})
             owned = {**self.owned, **{d: e.count for d, e in entries.items() if e.owned and e.count > 0}}
             object.__setattr__(self, "owned", owned)
         return self

@@ -26,8 +26,8 @@ def test_an_owned_inventory_entry_is_a_cap_and_an_owned_count():
 
 
 @pytest.mark.parametrize(("constraints", "says"), [
-    ({"inventory": {"cs-3": {"cnt": 16}}}, "inventory.cs-3.InventoryEntry.count\n  Field required"),
-    ({"inventory": {"cs-3": {"count": 16, "owned": "maybe"}}}, "inventory.cs-3.InventoryEntry.owned\n  Input should be a valid boolean"),
+    ({"inventory": {"cs-3": {"cnt": 16}}}, "inventory.cs-3.count\n  Field required"),
+    ({"inventory": {"cs-3": {"count": 16, "owned": "maybe"}}}, "inventory.cs-3.owned\n  Input should be a valid boolean"),
     ({"devices": ["trn2"], "owned": {"cs-3": 4}}, "owned.cs-3: not in devices (trn2)"),
     ({"inventory": {"cs-3": 2}, "owned": {"cs-3": 4}}, "owned.cs-3: 4 owned but inventory.cs-3 allows 2"),
 ])

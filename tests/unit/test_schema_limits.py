@@ -73,7 +73,7 @@ def test_list_limits():
     devices = [f"d{i}" for i in range(MAX_DEVICES + 1)]
     assert "constraints.devices" in error_fields(with_value("constraints.devices", devices))
     assert "constraints.inventory" in error_fields(with_value("constraints.inventory", {d: 1 for d in devices}))
-    assert "constraints.inventory.h100-sxm" in error_fields(
+    assert "constraints.inventory.h100-sxm.count" in error_fields(
         with_value("constraints.inventory", {"h100-sxm": MAX_INVENTORY + 1}))
 
 

@@ -7,7 +7,7 @@ and fleets are numbers and text from the plan's ``sensitivity`` section.
 
 from __future__ import annotations
 
-from planner.export.cells import Column, cell, write_header, write_row
+from planner.export.cells import Column, cell, wrapped_height, write_header, write_row
 from planner.export.mix import mix_text
 from planner.schema import Sensitivity, SensitivityInput, SensitivitySide
 
@@ -15,15 +15,16 @@ SENSITIVITY_SHEET = "Sensitivity"
 #: rows above the table: title, the plan's objective, a note
 HEADER_ROW = 4
 OBJECTIVE_CELL = cell(1, 1, absolute=True)
+SOURCE_WIDTH = 70
 
 
 def side_columns(sign: str, key: str) -> list[Column]:
     """The columns of one side (``low`` or ``high``) of the table."""
     return [
         Column(f"{key}_factor", f"Factor {sign}δ", 9, "dec3"),
-        Column(f"{key}_value", f"Value {sign}δ", 12, "dec3", "formula", f"={{base}}*{{{key}_factor}}"),
+        Column(f"{key}_value", f"Value {sign}δ", 12, "general", "formula", f"={{base}}*{{{key}_factor}}"),
         Column(f"{key}_objective", f"Objective {sign}δ", 12, "dec3"),
-        Column(f"{key}_change", f"Objective change {sign}δ", 11, "pct2", "formula",
+        Column(f"{key}_change", f"Objective change {sign}δ", 12, "pct2", "formula",
                f"=({{{key}_objective}}-{OBJECTIVE_CELL})/{OBJECTIVE_CELL}"),
         Column(f"{key}_mix", f"Fleet {sign}δ", 30),
         Column(f"{key}_status", f"Status {sign}δ", 10),
@@ -34,12 +35,12 @@ COLUMNS = [
     Column("key", "Input", 40),
     Column("estimate", "Estimate", 9),
     Column("devices", "Moves the number of", 24),
-    Column("base", "Catalog value", 12, "dec3"),
+    Column("base", "Catalog value", 12, "general"),
     *side_columns("−", "low"),
     *side_columns("+", "high"),
     Column("flips_mix", "Flips the mix", 9),
     Column("moves_objective", "Moves the objective", 10),
-    Column("source", "Source", 60),
+    Column("source", "Source", SOURCE_WIDTH, role="note_wrap"),
 ]
 
 
@@ -67,9 +68,10 @@ def write_sensitivity_sheet(ws, style, section: Sensitivity) -> None:
     write_header(ws, HEADER_ROW, COLUMNS, style)
     ws.freeze_panes(HEADER_ROW + 1, 1)
     for offset, row in enumerate(section.inputs, start=1):
-        role = "warning" if row.sensitive else "value"
+        role = "flagged" if row.sensitive else "value"
         write_row(ws, HEADER_ROW + offset, COLUMNS, row_values(row), style)
         ws.write_string(HEADER_ROW + offset, 0, row.key, style(role))
+        ws.set_row(HEADER_ROW + offset, wrapped_height(row.source, SOURCE_WIDTH))
     below = HEADER_ROW + len(section.inputs) + 2
     for offset, skipped in enumerate(section.not_tried):
         ws.write_string(below + offset, 0, f"Not tried: {skipped.key} ({skipped.reason})", style("note"))

@@ -30,7 +30,7 @@ from types import MappingProxyType
 from typing import Callable
 
 from planner.catalog import Catalog, FITTED_TERMS
-from planner.perf.model import UnsupportedDtype, compute_dtype
+from planner.perf.model import compute_dtype
 from planner.progress import Progress, observed, report
 from planner.schema import Device, NotTried, Plan, Sensitivity, SensitivityInput, SensitivitySide
 
@@ -123,7 +123,7 @@ def _ignore(progress: Progress) -> None:
 def devices_of(plan: Plan) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """The plan's device types, most devices first (ties by id), then those only its best alternative uses."""
     def ranked(counts: dict[str, int]) -> list[str]:
-        return [d for d, _ in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])) if _ > 0]
+        return [d for d, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])) if n > 0]
 
     own = ranked(plan.totals.devices_by_type)
     other = [d for d in ranked(plan.alternatives[0].devices_by_type) if d not in own] if plan.alternatives else []
@@ -131,43 +131,45 @@ def devices_of(plan: Plan) -> tuple[tuple[str, ...], tuple[str, ...]]:
 
 
 def plan_inputs(plan: Plan, catalog: Catalog, devices: tuple[str, ...], terms: tuple[str, ...]) -> list[Input]:
-    """Every input to try, kind by kind (the order of ``_kinds``), within a kind device by device."""
+    """Every input to try, kind by kind (TDP, hourly price, derived FLOP/s, each efficiency term, purchase price),
+    within a kind in the order of ``devices``; a family's terms once, at the first of its devices."""
     by_kind: dict[str, list[Input]] = {}
-    families_seen: set[str] = set()
+    families: set[str] = set()
     for device_id in devices:
         device = catalog.device(device_id)
-        for kind, item in _inputs_of(device, catalog, plan.workload.dtype, terms, families_seen):
+        items = device_inputs(device, plan.workload.dtype)
+        if device.family is None or device.family not in families:
+            items += family_inputs(device, catalog, terms)
+            families.add(device.family or "")
+        for item in items:  # the FLOP/s of any compute format are one kind
+            kind = "peak_dense_tflops" if item.field.startswith("peak_dense_tflops.") else item.field
             by_kind.setdefault(kind, []).append(item)
-    return [item for kind in _kinds(terms) for item in by_kind.get(kind, [])]
+    kinds = ["tdp_w", "price_usd_per_hour", "peak_dense_tflops", *(f"efficiency.{t}" for t in terms), "price_usd"]
+    return [item for kind in kinds for item in by_kind.get(kind, [])]
 
 
-def _kinds(terms: tuple[str, ...]) -> list[str]:
-    return ["tdp_w", "price_usd_per_hour", "peak_dense_tflops", *(f"efficiency.{t}" for t in terms), "price_usd"]
+def device_inputs(device: Device, weights_dtype: str) -> list[Input]:
+    """TDP, hourly and purchase price of ``device``, and the dense FLOP/s it runs ``weights_dtype`` at when the
+    catalog marks that figure an estimate (a published peak is not an estimate to test)."""
+    fields = ["tdp_w", "price_usd_per_hour", "price_usd"]
+    flops = f"peak_dense_tflops.{compute_dtype(device, weights_dtype)}"
+    if flops in device.provenance and device.provenance[flops].estimate:
+        fields.append(flops)
+    return [Input(device.id, f, (device.id,), *_sourced(device, f)) for f in fields]
 
 
-def _inputs_of(device: Device, catalog: Catalog, dtype: str, terms: tuple[str, ...], families_seen: set[str]):
-    """(kind, Input) pairs of one device; a family's terms only at the first of its devices."""
-    def sourced(field: str) -> tuple[bool, str]:
-        p = device.provenance.get(field)
-        return (p.estimate, p.source) if p is not None else (False, "not recorded")
+def family_inputs(device: Device, catalog: Catalog, terms: tuple[str, ...]) -> list[Input]:
+    """The efficiency ``terms`` of ``device``'s family, each moving every member of the family in the catalog (the
+    device alone when it has none); a zero term (no such overhead) stays zero when scaled, so it is left out."""
+    members = tuple(d.id for d in catalog.devices.values() if d.family == device.family) if device.family else (device.id,)
+    return [Input(device.family or device.id, f"efficiency.{t}", members, *_sourced(device, f"efficiency.{t}"))
+            for t in terms if getattr(device, t) > 0]
 
-    for field in ("tdp_w", "price_usd_per_hour", "price_usd"):
-        yield field, Input(device.id, field, (device.id,), *sourced(field))
-    try:
-        flops = f"peak_dense_tflops.{compute_dtype(device, dtype)}"
-    except UnsupportedDtype:
-        flops = None
-    if flops is not None and sourced(flops)[0]:
-        yield "peak_dense_tflops", Input(device.id, flops, (device.id,), *sourced(flops))
-    if device.family in families_seen:
-        return
-    members = tuple(d.id for d in catalog.devices.values() if device.family is not None and d.family == device.family)
-    if device.family is not None:
-        families_seen.add(device.family)
-    for term in terms:
-        field = f"efficiency.{term}"
-        if getattr(device, term) > 0:  # a zero term (no such overhead) stays zero when scaled
-            yield field, Input(device.family or device.id, field, members or (device.id,), *sourced(field))
+
+def _sourced(device: Device, field: str) -> tuple[bool, str]:
+    """Whether the catalog marks ``field`` of ``device`` an estimate, and its source."""
+    p = device.provenance.get(field)
+    return (p.estimate, p.source) if p is not None else (False, "not recorded")
 
 
 def perturbed(catalog: Catalog, item: Input, factor: float) -> tuple[Catalog, float, float]:

@@ -27,8 +27,8 @@ from planner.export import write_plan_workbook
 from planner.export.sensitivity_sheet import HEADER_ROW
 from planner.optimize import PlanOptions, plan_workload
 from planner.progress import observed
-from planner.schema import Workload
-from planner.sensitivity import SensitivityOptions, perturbed, plan_inputs, scaled, share_shift
+from planner.schema import Provenance, Workload
+from planner.sensitivity import SensitivityOptions, device_inputs, perturbed, plan_inputs, scaled, share_shift
 
 ONLY_CATALOG_NUMBERS = SensitivityOptions(efficiency_terms=())
 
@@ -117,6 +117,16 @@ def test_a_family_term_moves_every_member_and_an_efficiency_stays_at_most_one(tw
     assert twins.device("gpu-a").mbu == base  # the input catalog is unchanged
     high = scaled(twins.device("gpu-a").model_copy(update={"mbu": 0.9}), "efficiency.mbu", 1.2)
     assert high.mbu == 1.0  # clamped at the field's bound: 0.9 × 1.2 = 1.08 is no efficiency
+
+
+def test_dense_flops_are_an_input_only_where_the_catalog_marks_them_an_estimate(twins):
+    published = twins.device("gpu-a")
+    assert [i.field for i in device_inputs(published, "fp8")] == ["tdp_w", "price_usd_per_hour", "price_usd"]
+    derived = published.model_copy(update={"provenance": {
+        **published.provenance, "peak_dense_tflops.fp8": Provenance(source="half the sparse figure", estimate=True)}})
+    flops = device_inputs(derived, "fp8")[-1]
+    assert flops.field == "peak_dense_tflops.fp8" and flops.estimate and flops.source == "half the sparse figure"
+    assert device_inputs(derived, "bf16")[-1].field == "price_usd"  # bf16 weights run the bf16 peak: published
 
 
 def test_share_shift_is_the_total_variation_distance():

@@ -28,7 +28,8 @@ from planner.export.sensitivity_sheet import HEADER_ROW
 from planner.optimize import PlanOptions, plan_workload
 from planner.progress import observed
 from planner.schema import Provenance, Workload
-from planner.sensitivity import SensitivityOptions, device_inputs, perturbed, plan_inputs, scaled, share_shift
+from planner.sensitivity import (SensitivityOptions, device_inputs, perturbed, plan_inputs, scaled, share_shift,
+                                 verdict)
 
 ONLY_CATALOG_NUMBERS = SensitivityOptions(efficiency_terms=())
 
@@ -83,6 +84,13 @@ def test_cutting_the_idle_twins_price_flips_the_mix_and_saves_sixteen_percent(pl
     assert price.low.objective_change_pct == pytest.approx(-16.0, abs=0.01)
     assert price.high.devices_by_type == plan.totals.devices_by_type
     assert price.high.objective_change_pct == pytest.approx(0.0, abs=1e-9)
+
+
+def test_the_threshold_decides_what_moves_the_objective(plan, twins):
+    price = row(plan, "gpu-b.price_usd_per_hour")  # −16 % and 0 %
+    item = next(i for i in plan_inputs(plan, twins, ("gpu-a", "gpu-b"), ()) if i.key == price.key)
+    assert verdict(twins, item, price.low, price.high, 0.15).moves_objective
+    assert not verdict(twins, item, price.low, price.high, 0.17).moves_objective
 
 
 def test_tdp_under_min_cost_moves_nothing_but_the_power(plan):

@@ -104,6 +104,16 @@ def test_tdp_under_min_cost_moves_nothing_but_the_power(plan):
     assert tdp.high.power_kw / plan.totals.power_kw == pytest.approx(1415 / 1275)
 
 
+def test_a_re_solve_without_a_plan_is_flagged(plan, twins):
+    # gpu-a alone with 5 % of power headroom: drawing 0.2 · 700 W more each (+11 %), no fleet fits the budget
+    tight = workload().model_copy(update={"constraints": workload().constraints.model_copy(
+        update={"power_budget_kw": 1.05 * plan.totals.power_kw, "devices": ("gpu-a",)})})
+    tdp = plan_workload(tight, twins, PlanOptions(baseline=False, sensitivity=replace(ONLY_CATALOG_NUMBERS, max_inputs=1)))
+    high = tdp.sensitivity.inputs[0].high
+    assert tdp.sensitivity.inputs[0].key == "gpu-a.tdp_w" and high.status == "infeasible"
+    assert high.objective_change_pct is None and high.mix_changes and tdp.sensitivity.inputs[0].sensitive
+
+
 def test_the_bound_keeps_the_first_kinds_and_lists_the_rest(twins):
     bounded = plan_workload(workload(), twins, PlanOptions(baseline=False, sensitivity=replace(ONLY_CATALOG_NUMBERS, max_inputs=3)))
     section = bounded.sensitivity

@@ -31,9 +31,10 @@ class PlanJobProgress(BaseModel):
     """The stage a plan job reached. The planner reports stage boundaries, not its solver's own progress:
     incumbent, bound and gap are those of the last MILP solve that finished (null before the first)."""
 
-    stage: Literal["candidates", "solve", "tie_break", "baseline", "verify"] = Field(
+    stage: Literal["candidates", "solve", "tie_break", "baseline", "verify", "sensitivity"] = Field(
         description="candidates (building placement candidates), solve (the placement MILP), tie_break (least power "
-                    "at the best goodput, max_goodput only), baseline (best single-device fleet), verify")
+                    "at the best goodput, max_goodput only), baseline (best single-device fleet), verify, sensitivity "
+                    "(re-solves with each estimated input moved, only when asked)")
     candidates: int | None = Field(None, description="placement candidates generated (from the solve stage on)")
     incumbent: float | None = Field(None, description="objective of the best solution so far (the MILP's units)")
     bound: float | None = Field(None, description="the solver's bound on the objective")

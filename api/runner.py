@@ -27,6 +27,7 @@ from planner.progress import Progress, observed
 from planner.plan import infeasible_plan
 from planner.provenance import stamp
 from planner.schema import Diagnosis, Plan, SolverInfo, SolveSettings, Workload
+from planner.sensitivity import SensitivityOptions
 from planner.solvers.cancel import CancelToken, SolveCancelled, cancellable
 
 #: share of a request's time_limit_s each MILP solve may take (the tie-break stage takes 30% of that, the
@@ -45,6 +46,8 @@ class PlanJob:
     baseline: bool
     relative_gap: float = PlanOptions.relative_gap
     catalog_dir: str | None = None
+    #: re-solve with each estimated input moved by ± this (planner.sensitivity); None: no analysis
+    sensitivity_delta: float | None = None
 
     def stamped(self, plan: Plan) -> Plan:
         """``plan`` saying the options as requested: ``time_limit_s`` is the request's cap, not one solve's share."""
@@ -52,8 +55,9 @@ class PlanJob:
 
     def options(self, share: float = 1.0) -> PlanOptions:
         """The planner's options for this job, each MILP solve getting ``share`` of its time limit."""
+        sensitivity = SensitivityOptions(delta=self.sensitivity_delta) if self.sensitivity_delta is not None else None
         return PlanOptions(solver=self.solver, engine=self.engine, time_limit_s=share * self.time_limit_s,
-                           relative_gap=self.relative_gap, baseline=self.baseline)
+                           relative_gap=self.relative_gap, baseline=self.baseline, sensitivity=sensitivity)
 
 
 def run_plan(job: PlanJob, token: CancelToken | None = None) -> str:

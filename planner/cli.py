@@ -265,23 +265,30 @@ def plan_command(
     devices: str | None = typer.Option(None, help="comma-separated device ids to allow"),
     baseline: bool = typer.Option(True, help="also solve the best homogeneous fleet"),
     alternatives: int = typer.Option(0, min=0, max=10, help="also the N best plans with other device mixes"),
+    sensitivity: bool = typer.Option(False, "--sensitivity",
+                                     help="re-solve with each estimated input moved by ±delta: which flip the mix"),
+    sensitivity_delta: float = typer.Option(0.2, help="with --sensitivity: the relative move (0.2 = ±20 %)"),
     as_json: bool = typer.Option(False, "--json", help="print the plan as JSON"),
     output: Path | None = typer.Option(None, "-o", "--output", help="also write the plan JSON here"),
 ) -> None:
     """Plan the fleet: which silicon runs which task, how many, configured how."""
     from planner.optimize import PlanOptions, plan_workload
+    from planner.sensitivity import SensitivityOptions
     from planner.solvers.base import SolverFailed
 
     catalog = catalog_or_fail()
     check_time_limit("--time-limit-s", time_limit_s)
     if not 0 <= gap < 1:
         fail(f"--gap: must be in [0, 1) (got {excerpt(gap)})")
+    if not 0 < sensitivity_delta < 1:
+        fail(f"--sensitivity-delta: must be a fraction in (0, 1), e.g. 0.2 for ±20 % (got {excerpt(sensitivity_delta)})")
     overrides = {"power_budget_kw": power_budget_kw, "objective": objective.value if objective else None,
                  "devices": [d.strip() for d in devices.split(",") if d.strip()] if devices else None}
     try:
         workload = load_workload(workload_file, overrides)
         options = PlanOptions(solver=solver.value, engine=engine.value if engine else None, time_limit_s=time_limit_s, relative_gap=gap,
-                              baseline=baseline, alternatives=alternatives)
+                              baseline=baseline, alternatives=alternatives,
+                              sensitivity=SensitivityOptions(delta=sensitivity_delta) if sensitivity else None)
         plan = plan_workload(workload, catalog, options)
     except ValidationError as exc:
         fail(f"{workload_file}: {validation_line(exc)}")
@@ -350,9 +357,43 @@ def show_plan(plan) -> None:
                       f"${alt.cost_usd_per_hour:,.2f}/h; {alt.shortfall:.2%} short of the best ({alt.status})",
                       highlight=False, markup=False)
     console.print(f"binding: {', '.join(plan.binding_constraints) or 'none'}", highlight=False, markup=False)
+    if plan.sensitivity is not None:
+        show_sensitivity(plan.sensitivity)
     if plan.verification is not None:
         verdict = "[green]all constraints hold[/]" if plan.verification.ok else f"[red]{escape('; '.join(plan.verification.messages))}[/]"
         console.print(f"verification (recomputed without the solver): {verdict}", highlight=False)
+
+
+def show_sensitivity(section) -> None:
+    """The sensitivity table: each input, what moving it by −δ and +δ does, and whether it flips the mix."""
+    delta = f"{section.delta:.0%}"
+    table = Table(title=f"Sensitivity: each input moved by ±{delta}, {section.resolves} re-solves "
+                        f"({section.objective_quantity} {section.objective_value:,.4g}; flagged: mix change or "
+                        f"objective beyond ±{section.threshold:.0%})")
+    for col in ("input", "estimate", "value", f"−{delta} effect", f"+{delta} effect", "flips mix?"):
+        table.add_column(col, justify="right" if col == "value" else "left", overflow="fold")
+    for row in section.inputs:
+        flag = "[bold red]yes[/]" if row.flips_mix else "[yellow]no, moves[/]" if row.moves_objective else "no"
+        value = f"{row.base_value:,.0f}" if abs(row.base_value) >= 1000 else f"{row.base_value:.4g}"
+        table.add_row(escape(row.key), "yes" if row.estimate else "", value,
+                      escape(_effect(row.low, 1 - section.delta)), escape(_effect(row.high, 1 + section.delta)), flag)
+    console.print(table)
+    if section.not_tried:
+        console.print(f"not tried: {', '.join(f'{n.key} ({n.reason})' for n in section.not_tried)}",
+                      highlight=False, markup=False)
+
+
+def _effect(side, asked: float) -> str:
+    """One side of a sensitivity row: the objective's change, the fleet when the mix changes, and the factor
+    applied when the field's range clamped the ``asked`` one; a re-solve that stopped short says so."""
+    if side.objective_change_pct is None:
+        return f"no plan ({side.status})"
+    clamped = f" (clamped to ×{side.factor:.3g})" if abs(side.factor - asked) > 1e-9 else ""
+    mix = (f"; mix {', '.join(f'{n} {d}' for d, n in side.devices_by_type.items())}"
+           if side.mix_changes or side.types_change else "")
+    status = f" ({side.status})" if side.status != "optimal" else ""
+    change = side.objective_change_pct if abs(side.objective_change_pct) >= 5e-3 else 0.0  # no "-0.00%"
+    return f"{change:+.2f}%{mix}{clamped}{status}"
 
 
 def _ms(value: float | None) -> str:

@@ -47,6 +47,7 @@ from planner.schema import (
     SolveSettings,
     Workload,
 )
+from planner.sensitivity import SensitivityOptions, analyse
 from planner.solvers.base import SolveOptions, SolveResult, Termination, check_outcome, get_backend
 from planner.units import WATTS_PER_KW
 from planner.verify import verify_plan
@@ -71,6 +72,8 @@ class PlanOptions:
     baseline: bool = True
     #: also solve the best plans whose device-type mix differs from every one found before (0: none)
     alternatives: int = 0
+    #: also re-solve with each estimated input moved by ±delta (planner.sensitivity); None: no analysis
+    sensitivity: SensitivityOptions | None = None
     candidates: CandidateOptions = field(default_factory=CandidateOptions)
 
     @classmethod
@@ -82,6 +85,10 @@ class PlanOptions:
 
     def solve_options(self) -> SolveOptions:
         return SolveOptions(time_limit_s=self.time_limit_s, relative_gap=self.relative_gap, engine=self.engine)
+
+    def for_resolve(self) -> PlanOptions:
+        """The options of a sensitivity re-solve: the plan alone (no baseline, alternatives or analysis)."""
+        return replace(self, baseline=False, alternatives=0, sensitivity=None)
 
     def for_baseline(self) -> PlanOptions:
         return replace(self, relative_gap=max(self.relative_gap, self.baseline_gap),
@@ -193,8 +200,17 @@ def check_ids(workload: Workload, catalog: Catalog) -> None:
 
 def plan_workload(workload: Workload, catalog: Catalog, options: PlanOptions = PlanOptions()) -> Plan:
     """The best fleet for ``workload`` under its constraints, verified, with its homogeneous baseline,
-    stamped with how it was made (version, catalog fingerprint, time, solve options)."""
-    return _stamped(_plan(workload, catalog, options), catalog, options)
+    stamped with how it was made (version, catalog fingerprint, time, solve options); with
+    ``options.sensitivity``, also its best alternative and which estimated inputs could change it."""
+    if options.sensitivity is None:
+        return _stamped(_plan(workload, catalog, options), catalog, options)
+    options = replace(options, alternatives=max(options.alternatives, 1))  # whose devices are probed too
+    plan = _stamped(_plan(workload, catalog, options), catalog, options)
+    if plan.status == "infeasible":
+        return plan
+    alone = workload.model_copy(update={"baseline_device": None})
+    section = analyse(plan, catalog, options.sensitivity, lambda moved: _plan(alone, moved, options.for_resolve()))
+    return plan.model_copy(update={"sensitivity": section})
 
 
 def _stamped(plan: Plan, catalog: Catalog, options: PlanOptions) -> Plan:

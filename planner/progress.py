@@ -17,8 +17,9 @@ from typing import TYPE_CHECKING, Callable, Iterator
 if TYPE_CHECKING:
     from planner.schema import Plan
 
-#: the stages in the order a plan passes them (``tie_break`` only for max_goodput, ``baseline`` only when asked)
-STAGES = ("candidates", "solve", "tie_break", "baseline", "verify")
+#: the stages in the order a plan passes them (``tie_break`` only for max_goodput, ``baseline`` and ``sensitivity``,
+#: reported once per input it moves, only when asked)
+STAGES = ("candidates", "solve", "tie_break", "baseline", "verify", "sensitivity")
 
 
 @dataclass(frozen=True)

@@ -659,6 +659,71 @@ class DeviceConfidence(Out):
     estimated_inputs: tuple[str, ...] = ()
 
 
+class SensitivitySide(Out):
+    """The plan re-solved with one input moved by ``factor`` (``1 − δ`` or ``1 + δ``, clamped where the catalog
+    field's range ends, e.g. an efficiency at 1): its objective, how far it moved, and its device mix."""
+
+    factor: float
+    value: float  # the input's value in the re-solve (of the input's first device)
+    status: PlanStatus
+    objective_value: float | None
+    #: (re-solved − plan) / plan · 100; None when the re-solve finds no plan
+    objective_change_pct: float | None
+    devices_by_type: dict[str, int]
+    #: total-variation distance between the device-count shares of the two fleets (0 same shares, 1 disjoint)
+    share_shift: float | None
+    #: the re-solved fleet uses other device types (one more or one less type counts, at any share)
+    types_change: bool
+    #: the shares moved by at least the analysis' ``share_threshold`` (a type coming or going with a smaller
+    #: share, e.g. one device filling leftover power, is not a flip), or the re-solve found no plan
+    mix_changes: bool
+    cost_usd_per_hour: float
+    power_kw: float
+
+
+class SensitivityInput(Out):
+    """One estimated input moved by −δ and +δ, and the verdict: ``sensitive`` when either side changes the
+    device mix or moves the objective by more than the analysis' ``threshold``."""
+
+    key: str  # "<target>.<field>"
+    target: str  # the device id, or the family name for a family's efficiency term
+    field: str  # the catalog field, as Device.provenance names it (tdp_w, peak_dense_tflops.bf16, efficiency.mbu)
+    devices: tuple[str, ...]  # every device the move applies to (a family term: all its members in the catalog)
+    base_value: float
+    estimate: bool  # the catalog marks the number as an estimate
+    source: str
+    low: SensitivitySide
+    high: SensitivitySide
+    flips_mix: bool
+    moves_objective: bool
+    sensitive: bool
+
+
+class NotTried(Out):
+    """An input the analysis did not re-solve, and why."""
+
+    key: str
+    reason: str
+
+
+class Sensitivity(Out):
+    """Which estimated inputs could change the plan: each re-solved at ``1 ± delta`` (planner.sensitivity)."""
+
+    delta: float
+    threshold: float  # |objective change| above which an input is flagged (relative, 0.05 = 5 %)
+    share_threshold: float
+    max_inputs: int
+    objective_quantity: Literal["goodput_scale", "cost_usd_per_hour", "power_kw", "tpot_factor"]
+    objective_value: float
+    #: the device types whose inputs were considered: the plan's (most devices first), then the best alternative's
+    devices: tuple[str, ...]
+    alternative_devices: tuple[str, ...] = ()  # those of ``devices`` only the best alternative uses
+    inputs: tuple[SensitivityInput, ...]
+    not_tried: tuple[NotTried, ...] = ()
+    resolves: int
+    time_s: float
+
+
 #: goodput scales this close below 1 count as serving the demand (solver tolerance)
 DEMAND_TOLERANCE = 1e-6
 
@@ -699,6 +764,8 @@ class Plan(Out, Stamped):
     footprint: Footprint | None = None
     #: the tightest TPOT the fleet serves the rates at, and the best homogeneous fleet's (max_interactivity)
     interactivity: Interactivity | None = None
+    #: which estimated inputs could flip the device mix or move the objective (``sensitivity`` in the options)
+    sensitivity: Sensitivity | None = None
     workload: Workload
     options: SolveSettings | None = None
 

@@ -26,6 +26,7 @@ from planner.catalog import Catalog, UnknownId
 from planner.optimize import PlanOptions
 from planner.perf.model import UnsupportedDtype
 from planner.schema import PlanStatus, Workload
+from planner.sensitivity import SensitivityOptions
 from planner.solvers.base import SolverFailed
 from planner.solvers.cancel import CancelToken, SolveCancelled
 
@@ -82,6 +83,12 @@ async def create_plan(
         ge=0, lt=1, description="relative optimality gap at which each MILP solve stops (0.0001 = 0.01 %)")] = PlanOptions.relative_gap,
     baseline: Annotated[bool | None, Query(
         description="also solve the best single-device-type fleet (default SILICONMIX_PLAN_BASELINE)")] = None,
+    sensitivity: Annotated[bool, Query(
+        description="also re-solve with each estimated input (TDP, prices, derived FLOP/s, family efficiencies) moved "
+                    "by ±sensitivity_delta and report which flip the device mix or move the objective by more than 5 % "
+                    "(`plan.sensitivity`; up to 48 more solves, within the same time_limit_s)")] = False,
+    sensitivity_delta: Annotated[float, Query(
+        gt=0, lt=1, description="with sensitivity: the relative move of each input (0.2 = ±20 %)")] = SensitivityOptions.delta,
     run_async: Annotated[bool, Query(alias="async", description="solve in the background: 202 and a job to follow "
                                                                 "(as `Prefer: respond-async`)")] = False,
     prefer: Annotated[str | None, Header(max_length=200, description="`respond-async`: solve in the background "
@@ -100,6 +107,7 @@ async def create_plan(
     check_input(workload, catalog, solver, engine, limit, settings)
     job = PlanJob(workload=workload, solver=solver, engine=engine, time_limit_s=limit, relative_gap=relative_gap,
                   baseline=settings.plan_baseline if baseline is None else baseline,
+                  sensitivity_delta=sensitivity_delta if sensitivity else None,
                   catalog_dir=str(settings.catalog_dir) if settings.catalog_dir else None)
     if run_async or wants_async(prefer):
         return await submit(jobs, job)
@@ -136,7 +144,7 @@ def wants_async(prefer: str | None) -> bool:
 
 def request_json_of(job: PlanJob) -> str:
     return json.dumps({"solver": job.solver, "engine": job.engine, "time_limit_s": job.time_limit_s,
-                       "relative_gap": job.relative_gap,
+                       "relative_gap": job.relative_gap, "sensitivity_delta": job.sensitivity_delta,
                        "baseline": job.baseline, "workload": job.workload.model_dump(mode="json")}, separators=(",", ":"))
 
 

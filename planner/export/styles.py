@@ -9,6 +9,7 @@ from typing import Any
 
 NUMBER_FORMATS = {
     "text": None,
+    "general": "General",
     "int": "#,##0",
     "dec1": "#,##0.0",
     "dec2": "#,##0.00",
@@ -18,6 +19,7 @@ NUMBER_FORMATS = {
     "usd3": "$#,##0.000",
     "pct": "0%",
     "pct1": "0.0%",
+    "pct2": "0.00%",
     "gain": '0.00"x"',
 }
 
@@ -36,6 +38,7 @@ ROLES: dict[str, dict[str, Any]] = {
     "headline": {"bold": True, "font_size": 13, "bg_color": "#E2EFDA", "border": 1},
     "estimate": {"font_color": "#C65911", "valign": "top"},
     "warning": {"bold": True, "font_color": "#C00000"},
+    "flagged": {"bold": True, "font_color": "#C00000", "valign": "top"},
     "value_wrap": {"text_wrap": True, "valign": "top"},
     "estimate_wrap": {"font_color": "#C65911", "text_wrap": True, "valign": "top"},
     "note_wrap": {"italic": True, "font_color": "#595959", "text_wrap": True, "valign": "top"},

@@ -1,4 +1,5 @@
-"""The procurement workbook of a plan: Summary, Bill of Materials, Network, Pools, TCO, TCO by year, Assumptions.
+"""The procurement workbook of a plan: Summary, Bill of Materials, Network, Pools, TCO, TCO by year, Sensitivity
+(when the plan has its sensitivity analysis), Assumptions.
 
 Every derived number is a live formula over the cells (unit prices, device counts, the TCO inputs) and is
 written with the value computed in :mod:`planner.export.bom` as its cached result, so readers that do not
@@ -43,6 +44,7 @@ from planner.export.plan_sheets import (
     write_bom_sheet,
     write_pools_sheet,
 )
+from planner.export.sensitivity_sheet import SENSITIVITY_SHEET, write_sensitivity_sheet
 from planner.export.styles import Styles
 from planner.schema import Plan
 
@@ -52,7 +54,15 @@ SHEETS = (SUMMARY_SHEET, BOM_SHEET, NETWORK_SHEET, POOLS_SHEET, TCO_SHEET, LIFET
 #: per sheet: the last row repeated at the top of every printed page, pages wide, the last column repeated at
 #: the left of every page (the wide tables print two pages wide at a legible size, their ids on both)
 PRINT = {SUMMARY_SHEET: (0, 1, None), BOM_SHEET: (1, 2, 1), NETWORK_SHEET: (0, 1, None), POOLS_SHEET: (0, 2, 0),
-         TCO_SHEET: (1, 1, None), LIFETIME_SHEET: (0, 1, None), ASSUMPTIONS_SHEET: (0, 1, None)}
+         TCO_SHEET: (1, 1, None), LIFETIME_SHEET: (0, 1, None), ASSUMPTIONS_SHEET: (0, 1, None),
+         SENSITIVITY_SHEET: (4, 2, 0)}
+
+
+def sheet_names(plan: Plan) -> tuple[str, ...]:
+    """The workbook's sheets, in order: Sensitivity (before Assumptions) only for a plan analysed for it."""
+    if plan.sensitivity is None:
+        return SHEETS
+    return (*SHEETS[:-1], SENSITIVITY_SHEET, SHEETS[-1])
 
 
 @dataclass(frozen=True)
@@ -102,7 +112,7 @@ def write_plan_workbook(plan: Plan, catalog: Catalog, path: str | Path, inputs: 
     buffer = io.BytesIO()  # built in memory, so a failed write is one OSError (no half-closed zip)
     workbook = xlsxwriter.Workbook(buffer, {"in_memory": True})
     style = Styles(workbook)
-    sheets = {name: workbook.add_worksheet(name) for name in SHEETS}
+    sheets = {name: workbook.add_worksheet(name) for name in sheet_names(plan)}
     totals = write_bom_sheet(sheets[BOM_SHEET], style, book.lines, book.tco.inputs.pue,
                              f"Bill of materials: {plan.model}, {plan.totals.devices:,} devices")
     for key, name in (("extended_price_usd", "capex_usd"), ("it_power_kw", "it_power_kw"),
@@ -114,6 +124,8 @@ def write_plan_workbook(plan: Plan, catalog: Catalog, path: str | Path, inputs: 
     write_lifetime_sheet(workbook, sheets[LIFETIME_SHEET], style, book.lifetime, book.lifetime_inputs)
     _write_summary_sheet(workbook, sheets[SUMMARY_SHEET], style, plan, book, totals, source)
     write_assumptions_sheet(sheets[ASSUMPTIONS_SHEET], style, assumptions)
+    if plan.sensitivity is not None:
+        write_sensitivity_sheet(sheets[SENSITIVITY_SHEET], style, plan.sensitivity)
     for name, ws in sheets.items():
         print_setup(ws, *PRINT[name])
     workbook.set_properties({"title": f"siliconmix plan: {plan.model}", "subject": "procurement workbook",

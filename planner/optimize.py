@@ -11,6 +11,7 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
+from planner import decompose
 from planner import graph as task_graph
 from planner import interactivity
 from planner.candidates import Candidate, CandidateOptions, generate_candidates
@@ -142,7 +143,16 @@ def solve_with_rounding(backend, model, options: SolveOptions) -> SolveResult:
 def solve_candidates(workload: Workload, units: dict, candidates: list[Candidate], options: PlanOptions,
                      first_stage: Callable[[Solved], None] | None = None) -> Solved:
     """Solve the MILP; for max_goodput, a second stage keeps λ* and minimises power (fixed_footprint: the money
-    paid for additions); ``first_stage`` is called with the first stage's outcome before the second starts."""
+    paid for additions); ``first_stage`` is called with the first stage's outcome before the second starts.
+    When only the power budget couples the classes, class by class (decompose.py: exact, both stages at once)."""
+    if decompose.decomposable(workload):
+        start = time.perf_counter()
+        split = decompose.solve(workload, units, candidates, options.solver, options.solve_options())
+        if split is not None:
+            stages = tuple(Solved(candidates, m, r, (r,), time.perf_counter() - start) for m, r in zip(split.models, split.results))
+            if first_stage is not None and len(stages) > 1 and stages[0].result.has_solution:
+                first_stage(stages[0])
+            return replace(stages[-1], stages=split.results, time_s=time.perf_counter() - start)
     solved = solve_first_stage(workload, units, candidates, options)
     if workload.objective in GOODPUT_OBJECTIVES and solved.result.has_solution and solved.scale > MIN_SCALE:
         if first_stage is not None:

@@ -1,0 +1,239 @@
+"""An exact class-by-class solve of the placement MILP, when only the power budget ties the classes together.
+
+Without an inventory, a cost budget, a device-type limit, owned devices or excluded mixes, every row of the
+MILP (milp/build.py) but the power row belongs to one class. Then, for a traffic scale λ,
+
+    F(λ) = Σ_k F_k(λ),   F_k(λ) = the least facility power that serves class k at λ · rate_k
+
+(each F_k a small MILP over class k's candidates alone), and
+
+* ``min_power`` / ``min_cost`` at λ = 1 are the sums of the classes' own optima;
+* ``max_goodput`` is ``λ* = max {λ : F(λ) ≤ budget}``. F is non-decreasing (more traffic never needs less power),
+  so λ* is bracketed: ``lo`` by a fleet within the budget (the scale it actually serves, λ_fleet ≥ the probe), ``hi``
+  by the LP relaxation and by every probe where the classes' proven lower bounds already exceed the budget. Bisection
+  narrows ``[lo, hi]`` until ``(hi − lo) / lo`` is within the requested gap: the plan is optimal to that gap, proven
+  by ``hi``. The fleet at ``lo`` is also the least power at λ* (second stage): no fleet serving λ_fleet uses less
+  than ``F(probe)``, and this one uses exactly that.
+
+Each class's MILP is solved to ``CLASS_GAP``; its bound (not its incumbent) decides infeasibility, so an
+unproven class solve can only stop the search early (the answer says so), never make it claim too much.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import defaultdict
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from planner.candidates import Candidate
+from planner.milp.build import BuildOptions, build_model
+from planner.milp.model import IlpModel
+from planner.milp.rounding import relaxed, rounded_solution
+from planner.schema import Workload
+from planner.solvers.base import SolveOptions, SolveResult, Termination, check_outcome, get_backend
+from planner.units import WATTS_PER_KW
+
+#: relative gap each class's MILP is solved to first (its proven bound is what the search relies on), and again
+#: to ``CLOSE_GAP`` when the classes' incumbents and bounds straddle the budget
+CLASS_GAP = 1e-6
+CLOSE_GAP = 1e-9
+#: the longest one class's solve may take, as a share of the time limit (near λ* a probe can be hard to decide:
+#: then the search stops, and an unproven bracket hands over to the full MILP)
+CLASS_TIME_SHARE = 0.1
+#: scales closer than this (relative) are one to an engine: its feasibility tolerance is about 1e-6 per row
+SOLVER_TOLERANCE = 1e-7
+#: most bisection steps (each solves every class once); 60 halvings reach any float's precision
+MAX_STEPS = 60
+
+
+def decomposable(workload: Workload, exclude_mixes: tuple = ()) -> bool:
+    """Whether only the power budget couples two or more classes (then ``solve`` is exact; one class is the
+    full MILP already)."""
+    cons = workload.constraints
+    return (len(workload.classes) > 1 and workload.objective in ("max_goodput", "min_power", "min_cost")
+            and not cons.inventory and not cons.owned and cons.cost_budget_usd_per_hour is None
+            and cons.max_device_types is None and not exclude_mixes)
+
+
+@dataclass(frozen=True)
+class ClassSolve:
+    """Class k served at one scale: its replicas (aligned with its candidates), objective and proven bound."""
+
+    counts: np.ndarray | None
+    objective: float
+    bound: float
+    result: SolveResult
+
+    @property
+    def gap(self) -> float:
+        return abs(self.objective - self.bound) / max(1e-9, abs(self.objective)) if np.isfinite(self.objective) else 0.0
+
+
+@dataclass(frozen=True)
+class Decomposed:
+    """The stages' models and results, in the full MILP's variables (as ``solve_first_stage`` gives them)."""
+
+    models: tuple[IlpModel, ...]
+    results: tuple[SolveResult, ...]
+    probes: int
+
+
+def solve(workload: Workload, units: dict, candidates: list[Candidate], solver: str, options: SolveOptions) -> Decomposed | None:
+    """The workload's MILP solved class by class (None when a class's solve is unproven: use the full MILP)."""
+    start = time.perf_counter()
+    backend = get_backend(solver)
+    by_class = _split(workload, units, candidates)
+    deadline = start + options.time_limit_s
+    known: dict[str, list[tuple[float, float, ClassSolve]]] = defaultdict(list)  # (scale, served, solve) per class
+
+    def at(scale: float, gap: float = CLASS_GAP) -> dict[str, ClassSolve] | None:
+        """Every class at ``scale``. A class whose fleet at a smaller scale already serves this one needs no new
+        solve: F_k is non-decreasing, so that fleet is still the least (its bound still holds)."""
+        out = {}
+        for name, (rc_units, cands) in by_class.items():
+            again = [s for low, served, s in known[name] if low <= scale <= served and s.gap <= gap]
+            if again:
+                out[name] = again[0]
+                continue
+            limit = min(deadline - time.perf_counter(), CLASS_TIME_SHARE * options.time_limit_s)
+            if limit <= 0:
+                return None
+            out[name] = _class_solve(workload, name, scale, rc_units, cands, backend,
+                                     replace(options, relative_gap=gap, hint=None, time_limit_s=limit))
+            if out[name] is None:
+                return None
+            if out[name].counts is not None:
+                rc = next(rc for rc in workload.classes if rc.name == name)
+                known[name].append((scale, _class_scale(rc, rc_units, cands, out[name].counts), out[name]))
+        return out
+
+    if workload.objective != "max_goodput":
+        solved = at(1.0)
+        if solved is None or any(s.counts is None for s in solved.values()):
+            return None  # unproven, or a class no fleet within the budget serves: the full MILP answers
+        model = build_model(workload, units, candidates, BuildOptions(objective=workload.objective))
+        return Decomposed((model,), (_result(model, workload, by_class, solved, 1.0, None, start),), 1)
+    return _max_goodput(workload, units, candidates, by_class, at, backend, options, start)
+
+
+def _max_goodput(workload, units, candidates, by_class, at, backend, options: SolveOptions, start: float) -> Decomposed | None:
+    budget = workload.constraints.power_budget_kw
+    first = build_model(workload, units, candidates, BuildOptions(objective="max_goodput"))
+    lp = check_outcome(backend.solve(relaxed(first), options))
+    if lp.termination is not Termination.OPTIMAL or not lp.has_solution:
+        return None
+    hi = -float(lp.objective)
+    lo, best = 0.0, None
+    floor = 0.0  # the largest scale probed feasible (the fleet found serves ``lo``, within solver tolerance of it)
+    rounded = rounded_solution(first, lp.x)
+    probes, scale = 0, hi
+    if rounded is not None:  # the LP-rounding fleet's scale is feasible: a good first probe, unless it is ~0
+        scale = min(hi, float(rounded[first.blocks["scale"]][0]))
+        scale = scale if scale > 1e-3 * hi else hi / 2
+    while probes < MAX_STEPS and (best is None or (hi - lo) > options.relative_gap * lo):
+        if (best is None and scale < 1e-12) or (best is not None and hi - floor <= SOLVER_TOLERANCE * hi):
+            break  # nothing left to probe, or nothing an engine's feasibility tolerance can tell apart
+        solved = at(scale)
+        probes += 1
+        if solved is not None and _straddles(solved, budget):
+            solved = at(scale, CLOSE_GAP)
+        if solved is None:
+            break  # a class's solve is unproven: the bracket so far is all the search knows
+        power = sum(s.objective for s in solved.values())
+        if power <= budget * (1 + 1e-9):
+            floor = max(floor, scale)
+            served = _served_scale(workload, by_class, solved)
+            if served > lo:
+                lo, best = served, solved
+        elif sum(s.bound for s in solved.values()) > budget * (1 + 1e-9):
+            hi = min(hi, scale)
+        else:  # neither proven: the classes' gaps straddle the budget
+            break
+        scale = (max(lo, floor) + hi) / 2 if floor > 0 else scale / 2
+    hi = max(hi, lo)
+    if best is None or (hi - lo) > options.relative_gap * lo:
+        return None  # no fleet found, or an unproven bracket: the full MILP (and its diagnosis) answers
+    stage1 = _result(first, workload, by_class, best, lo, hi, start)
+    second = build_model(workload, units, candidates, BuildOptions(objective="max_goodput", min_scale=lo * (1 - 1e-9)))
+    return Decomposed((first, second), (stage1, _result(second, workload, by_class, best, lo, None, start)), probes)
+
+
+def _straddles(solved: dict[str, ClassSolve], budget: float) -> bool:
+    """The classes' bounds fit the budget but their incumbents do not: the probe is not decided."""
+    return (sum(s.bound for s in solved.values()) <= budget * (1 + 1e-9)
+            < sum(s.objective for s in solved.values()))
+
+
+def _split(workload: Workload, units: dict, candidates: list[Candidate]) -> dict[str, tuple[dict, list[Candidate]]]:
+    """Per class: its pool units and its candidates."""
+    cands = defaultdict(list)
+    for c in candidates:
+        cands[c.class_name].append(c)
+    return {rc.name: ({key: u for key, u in units.items() if key[0] == rc.name}, cands[rc.name]) for rc in workload.classes}
+
+
+def _class_solve(workload: Workload, name: str, scale: float, units: dict, cands: list[Candidate], backend,
+                 options: SolveOptions) -> ClassSolve | None:
+    """The least power (min_cost: money) serving class ``name`` at ``scale`` times its rate; None if unproven."""
+    rc = next(rc for rc in workload.classes if rc.name == name)
+    objective = "min_cost" if workload.objective == "min_cost" else "min_power"
+    one = workload.model_copy(update={"classes": (rc.model_copy(update={"rate_rps": rc.rate_rps * scale}),),
+                                      "objective": objective})
+    model = build_model(one, units, cands, BuildOptions(objective=objective))
+    result = check_outcome(backend.solve(model, options))
+    if result.termination is Termination.INFEASIBLE:
+        return ClassSolve(None, np.inf, np.inf, result)
+    if not result.has_solution or result.termination is not Termination.OPTIMAL or result.bound is None:
+        return None
+    counts = np.round(result.x[model.blocks["n"]]).astype(int)
+    return ClassSolve(counts, float(result.objective), float(result.bound), result)
+
+
+def _strategy_scales(rc, units: dict, cands: list[Candidate], counts) -> dict[str, float]:
+    """Per strategy of class ``rc``: the scale of its rate a fleet ``counts`` carries (its tightest pool unit)."""
+    out = {}
+    for (_, strategy), roles in units.items():
+        caps = [sum(n * c.effective_rps for c, n in zip(cands, counts) if (c.strategy, c.role) == (strategy, role))
+                for role in roles]
+        out[strategy] = min(caps, default=0.0) / rc.rate_rps
+    return out
+
+
+def _class_scale(rc, units: dict, cands: list[Candidate], counts) -> float:
+    """The scale of class ``rc``'s rate its fleet serves: its strategies' scales summed."""
+    return sum(_strategy_scales(rc, units, cands, counts).values())
+
+
+def _served_scale(workload: Workload, by_class: dict, solved: dict[str, ClassSolve]) -> float:
+    """The largest uniform scale the classes' fleets serve: the least over the classes."""
+    if any(solved[rc.name].counts is None for rc in workload.classes):
+        return 0.0
+    return min(_class_scale(rc, *by_class[rc.name], solved[rc.name].counts) for rc in workload.classes)
+
+
+def _result(model: IlpModel, workload: Workload, by_class: dict, solved: dict[str, ClassSolve], scale: float,
+            hi: float | None, start: float) -> SolveResult:
+    """The classes' fleets as a point of the full ``model``: replicas, each class's strategy split at ``scale``."""
+    x = np.zeros(model.n_vars)
+    index = {name: j for j, name in enumerate(model.var_names)}
+    for rc in workload.classes:  # each class's strategies carry ``scale`` in proportion to what they can
+        units, cands = by_class[rc.name]
+        counts = solved[rc.name].counts
+        for c, n in zip(cands, counts):
+            x[index[f"n:{c.key}"]] += n
+        mine = _strategy_scales(rc, units, cands, counts)
+        total = sum(mine.values())
+        for strategy, v in mine.items():
+            x[index[f"z:{rc.name}/{strategy}"]] = scale * v / total if total > 0 else 0.0
+    x[model.blocks["scale"]] = scale
+    objective = float(model.objective @ x + model.objective_offset)
+    if hi is not None:  # the goodput stage: minimise −λ, proven down to −hi
+        bound = -hi
+    else:  # a cost or power stage: the classes' bounds
+        bound = sum(s.bound for s in solved.values())
+    engine = next(iter(solved.values())).result
+    return SolveResult(Termination.OPTIMAL, engine.backend, engine.engine, objective=objective, bound=bound, x=x,
+                       time_s=time.perf_counter() - start, engine_version=engine.engine_version,
+                       message=f"class by class ({len(solved)} classes)")

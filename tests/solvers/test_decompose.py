@@ -1,0 +1,103 @@
+"""The class-by-class solve (decompose.py) finds what the full MILP finds, and proves it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from planner import decompose
+from planner.milp.build import BuildOptions, build_model
+from planner.optimize import PlanOptions, plan_workload
+from planner.schema import Workload
+from planner.solvers import SolveOptions, Termination, get_backend
+from tests.solvers.conftest import candidate, units_for, workload
+from tests.solvers.test_parity_and_brute_force import PROPERTY, brute_force_scale
+
+EXACT = SolveOptions(time_limit_s=30, relative_gap=1e-9)
+
+
+def two_classes():
+    """chat (1 req/s) and code (2 req/s), each with prefill on A or B and decode on C or D, 10 kW."""
+    cands = []
+    for k in ("chat", "code"):
+        cands += [candidate(k, "prefill", "a", 2.0, 1000.0), candidate(k, "prefill", "b", 5.0, 2200.0),
+                  candidate(k, "decode", "c", 3.0, 1500.0), candidate(k, "decode", "d", 7.0, 3000.0)]
+    return workload({"chat": 1.0, "code": 2.0}, 10.0), units_for(["chat", "code"]), cands
+
+
+def full(wl, units, cands, objective, backend="ortools"):
+    """The full MILP's first-stage optimum (the objective value: −λ, kW or $/h)."""
+    model = build_model(wl, units, cands, BuildOptions(objective=objective))
+    result = get_backend(backend).solve(model, EXACT)
+    assert result.termination is Termination.OPTIMAL
+    return result.objective
+
+
+@pytest.mark.parametrize("backend", ["ortools", "pulp"])
+def test_two_classes_reach_the_full_milps_scale_and_power(backend):
+    wl, units, cands = two_classes()
+    # by hand, 10 kW, each class its own pools: λ = 3 fits, e.g. chat 3 req/s on B + C (3.7 kW) and code 6 req/s
+    # on B + A and D (6.2 kW): 9.9 kW. Any λ > 3 needs chat's decode on D (or 2 C, 3 kW) and code's prefill and
+    # decode above 6 req/s (B + A, D at the least): 5.2 + 6.2 = 11.4 kW > 10. Enumeration says the same:
+    expected = brute_force_scale(wl, cands, 4)
+    assert expected == pytest.approx(3.0)
+    split = decompose.solve(wl, units, cands, backend, SolveOptions(time_limit_s=30, relative_gap=1e-6))
+    first, second = split.results
+    first_model, second_model = split.models
+    assert first.termination is Termination.OPTIMAL and -first.objective == pytest.approx(expected, rel=1e-6)
+    assert -first.bound <= expected * (1 + 1e-6) + 1e-9 and first.gap <= 1e-6
+    # the point is a feasible point of the full MILP, in both stages
+    assert first_model.max_violation(first.x) <= 1e-9 and second_model.max_violation(second.x) <= 1e-9
+    # second stage: the least power at λ*, as the full MILP's second stage finds it
+    stage2 = build_model(wl, units, cands, BuildOptions(objective="max_goodput", min_scale=expected * (1 - 1e-9)))
+    assert second.objective == pytest.approx(get_backend(backend).solve(stage2, EXACT).objective, rel=1e-6)
+
+
+@pytest.mark.parametrize("objective", ["min_power", "min_cost"])
+def test_serving_the_rates_is_the_sum_of_the_classes_optima(objective):
+    wl, units, cands = two_classes()
+    wl = wl.model_copy(update={"objective": objective})
+    (result,) = decompose.solve(wl, units, cands, "ortools", EXACT).results
+    assert result.objective == pytest.approx(full(wl, units, cands, objective), rel=1e-9)
+    assert result.x[list(result.x).index(1.0)] == 1.0  # λ = 1
+
+
+@settings(PROPERTY, max_examples=25)
+@given(st.data())
+def test_random_instances_match_the_full_milp(data):
+    classes = {f"k{i}": data.draw(st.floats(0.5, 3.0)) for i in range(data.draw(st.integers(2, 3)))}
+    cands = [candidate(k, role, f"{role[0]}{j}", data.draw(st.floats(0.5, 8.0)), data.draw(st.floats(200.0, 3000.0)))
+             for k in classes for role in ("prefill", "decode") for j in range(data.draw(st.integers(1, 2)))]
+    wl, units = workload(classes, data.draw(st.floats(2.0, 12.0))), units_for(classes)
+    split = decompose.solve(wl, units, cands, "ortools", SolveOptions(time_limit_s=30, relative_gap=1e-5))
+    scale = -full(wl, units, cands, "max_goodput")
+    if split is None:  # allowed only when no fleet serves anything (the full MILP then answers)
+        assert scale == pytest.approx(0.0, abs=1e-9)
+        return
+    assert -split.results[0].objective == pytest.approx(scale, rel=1e-5, abs=1e-9)
+    assert split.results[0].gap <= 1e-5
+
+
+@pytest.mark.parametrize("change", [
+    {"inventory": {"a": 3}}, {"cost_budget_usd_per_hour": 10.0}, {"max_device_types": 2}, {"owned": {"a": 1}},
+])
+def test_any_row_but_power_across_classes_means_the_full_milp(change):
+    wl, _, _ = two_classes()
+    assert decompose.decomposable(wl)
+    assert not decompose.decomposable(wl.model_copy(update={"constraints": wl.constraints.model_copy(update=change)}))
+    assert not decompose.decomposable(wl.model_copy(update={"classes": wl.classes[:1]}))
+    assert not decompose.decomposable(wl, exclude_mixes=(frozenset({"a"}),))
+
+
+@pytest.mark.parametrize("solver", ["ortools", "pulp"])
+def test_mixed_agents_is_proven_optimal(catalog, solver):
+    workload_ = Workload.model_validate(yaml.safe_load(Path("examples/workloads/mixed-agents.yaml").read_text()))
+    plan = plan_workload(workload_, catalog, PlanOptions(solver=solver, baseline=False))
+    assert plan.status == "optimal" and plan.solver.gap is not None and plan.solver.gap <= 1e-4
+    assert plan.verification.ok
+    assert np.isfinite(plan.goodput_scale) and plan.goodput_scale > 10

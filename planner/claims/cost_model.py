@@ -9,6 +9,7 @@ import numpy as np
 
 from planner.candidates import CandidateOptions
 from planner.claims.record import Claim, ClaimInputs, checked, estimated_fields
+from planner.claims.talk import TALK
 from planner.estimate import estimate
 from planner.perf.model import GridSpec, RooflineModel, kv_bytes_per_token, paged_kv_tokens
 from planner.schema import Estimate, EstimateRequest
@@ -70,11 +71,12 @@ def tp4_speedup(costs: RooflineModel) -> Claim:
     speedup = one.tpot_ms / four.tpot_ms
     tax = four.decode_communication_ms + four.decode_overhead_ms
     roofline = four.tpot_ms - tax
-    needed = one.tpot_ms / 2 - roofline  # all-reduce + fixed time a 2x speed-up would take
-    why = (f"TP4 step {four.tpot_ms:.2f} ms = {roofline:.2f} ms weights/KV read (TP1: {one.tpot_ms - one.decode_communication_ms - one.decode_overhead_ms:.2f} ms) "
-           f"+ {four.decode_communication_ms:.2f} ms all-reduce (2 per layer) + {four.decode_overhead_ms:.2f} ms fixed; "
-           f"the talk's 2x needs {needed:.2f} ms of tax, {needed / tax:.1f}x what the product prices from the H100 TP "
-           "sweeps it is calibrated on")
+    needed = one.tpot_ms / TALK["tp4-speedup"].low - roofline  # all-reduce + fixed time the talk's speed-up implies
+    why = (f"TP4 step {four.tpot_ms:.2f} ms = {roofline:.2f} ms weights/KV read (TP1: "
+           f"{one.tpot_ms - one.decode_communication_ms - one.decode_overhead_ms:.2f} ms) + "
+           f"{four.decode_communication_ms:.2f} ms all-reduce (2 per layer) + {four.decode_overhead_ms:.2f} ms fixed; "
+           f"the talk's {TALK['tp4-speedup'].figure} needs {needed:.2f} ms of that tax, {needed / tax:.1f}x what the "
+           f"product prices ({four.confidence}: {'; '.join(four.confidence_reasons)})")
     inputs = ClaimInputs(model=MODEL_70B, devices=("h100-sxm",), dtype="fp8",
                          case="batch 1, 2,048-token prompt, 256 output tokens; TP1 vs TP4",
                          confidence=_confidence(costs, "h100-sxm", "fp8", 4, 2048, 1),
@@ -134,8 +136,9 @@ def fastest_per_user(costs: RooflineModel, model_id: str, device_id: str, dtype:
 
 def decode_speed(costs: RooflineModel) -> Claim:
     """Per-user decode speed, CS-3 over H100, at each one's fastest batch-1 parallelism. The talk names no model;
-    3,000 tok/s is Cerebras's published gpt-oss-120B speed, so gpt-oss-120b it is (bf16: CS-3 serves 16-bit
-    weights), with Llama-3.3-70B beside it."""
+    ~3,000 tok/s is Cerebras's published gpt-oss-120B speed (third-party summary, 2026:
+    https://ailearningguides.com/cerebras-llama-405b-969-tokens-second/; for Llama 3.1 70B it publishes 2,100), so
+    gpt-oss-120b it is (bf16: CS-3 serves 16-bit weights), with Llama-3.3-70B beside it."""
     model_id, dtype = "gpt-oss-120b", "bf16"
     cs3, h100 = (fastest_per_user(costs, model_id, d, dtype) for d in ("cs-3", "h100-sxm"))
     cs3_70b, h100_70b = (fastest_per_user(costs, MODEL_70B, d, dtype) for d in ("cs-3", "h100-sxm"))

@@ -46,7 +46,6 @@ class Claim(Out):
     inputs: ClaimInputs
     details: dict[str, float | None] = {}
 
-
     @property
     def product_text(self) -> str:
         """The product's figure with its unit, at a precision that reads (``2.60x``, ``41.9 GB``, ``3,052 tokens/GB``)."""

@@ -119,7 +119,8 @@ def claims_section(claims) -> str:
         i = c.inputs
         devices = "".join(
             f"<li>{html.escape(d)}: {html.escape(i.confidence.get(d, 'catalog'))}"
-            + (f"; estimated: {html.escape(', '.join(i.estimated[d]))}" if d in i.estimated else "") + "</li>"
+            + (f"<details><summary>{len(i.estimated[d])} estimated catalog numbers</summary>"
+               f"{html.escape(', '.join(i.estimated[d]))}</details>" if d in i.estimated else "") + "</li>"
             for d in i.devices)
         head = " ".join(html.escape(x) for x in (i.model, i.dtype) if x)
         source = f"<br><span class=muted>{html.escape(i.source)}</span>" if i.source else ""
@@ -142,6 +143,7 @@ CLAIMS_STYLE = """
 body.claims{max-width:1500px} table.claims td{vertical-align:top;max-width:320px}
 table.claims td:last-child{min-width:360px} table.claims ul{margin:.2em 0;padding-left:1.2em}
 td.agrees{color:#1a7f37;font-weight:600} td.differs{color:#9a6700;font-weight:600} td .muted{font-weight:normal}
+table.claims summary{color:#777;cursor:pointer}
 """
 
 

@@ -109,3 +109,47 @@ def render(spec: StudySpec, rows: list[dict], frontiers: dict[str, list[dict]], 
     parts.append(table(shown, ["scenario", *axes, *[c for c in RESULT_COLUMNS if c != "reason"]]))
     return (f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(spec.name)} - siliconmix study"
             f"</title><style>{STYLE}</style></head><body>{''.join(parts)}</body></html>\n")
+
+
+def claims_section(claims) -> str:
+    """The talk's claims as a report section: per claim the talk's words and figure, the product's figure, the
+    verdict and its test, what the figure rests on (with each device's confidence and estimated inputs) and why."""
+    rows = []
+    for c in claims:
+        i = c.inputs
+        devices = "".join(
+            f"<li>{html.escape(d)}: {html.escape(i.confidence.get(d, 'catalog'))}"
+            + (f"<details><summary>{len(i.estimated[d])} estimated catalog numbers</summary>"
+               f"{html.escape(', '.join(i.estimated[d]))}</details>" if d in i.estimated else "") + "</li>"
+            for d in i.devices)
+        head = " ".join(html.escape(x) for x in (i.model, i.dtype) if x)
+        source = f"<br><span class=muted>{html.escape(i.source)}</span>" if i.source else ""
+        rows.append(
+            f"<tr><td><b>{html.escape(c.title)}</b><br><span class=muted>{html.escape(c.id)}</span></td>"
+            f"<td>&ldquo;{html.escape(c.talk_quote)}&rdquo; <span class=muted>({html.escape(c.talk_at)}, "
+            f"sentence {c.talk_sentence})</span></td><td>{html.escape(c.talk_figure)}</td>"
+            f'<td class="n">{html.escape(c.product_text)}</td>'
+            f'<td class="{c.verdict}">{html.escape(c.verdict)}<br><span class=muted>{html.escape(c.test)}</span></td>'
+            f"<td>{head}<ul>{devices}</ul>{html.escape(i.case)}{source}</td><td>{html.escape(c.why)}</td></tr>")
+    agree = sum(c.verdict == "agrees" for c in claims)
+    head = "".join(f"<th>{h}</th>" for h in ("claim", "the talk says", "talk", "product", "verdict", "rests on", "why"))
+    return (f"<h2>The talk's claims, checked by the product</h2><p>{agree} of {len(claims)} agree. Each claim of the "
+            "talk (Cerebras &amp; Gimlet Labs, &ldquo;How Inference Keeps Up with Our Insatiable Need for Tokens&rdquo;) "
+            "run as a product case; where the talk gives no number, the verdict checks its direction.</p>"
+            f'<table class="claims"><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>')
+
+
+CLAIMS_STYLE = """
+body.claims{max-width:1500px} table.claims td{vertical-align:top;max-width:320px}
+table.claims td:last-child{min-width:360px} table.claims ul{margin:.2em 0;padding-left:1.2em}
+td.agrees{color:#1a7f37;font-weight:600} td.differs{color:#9a6700;font-weight:600} td .muted{font-weight:normal}
+table.claims summary{color:#777;cursor:pointer}
+"""
+
+
+def claims_page(claims) -> str:
+    """The claims section as a self-contained page."""
+    stamp = datetime.datetime.now().strftime("%Y-%m-%d %H:%M")
+    return (f"<!doctype html><html><head><meta charset='utf-8'><title>The talk's claims - siliconmix</title>"
+            f"<style>{STYLE}{CLAIMS_STYLE}</style></head><body class=claims><h1>siliconmix: the talk's claims</h1>"
+            f'<p class="muted">siliconmix claims, {stamp}</p>{claims_section(claims)}</body></html>\n')

@@ -1,0 +1,124 @@
+"""What a simulation is asked (``SimulationOptions``) and what it answers (``Simulation``), in milliseconds
+and requests/s, each simulated figure next to the plan's prediction."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import Field
+
+from planner.schema import Frozen, Out, Stamped
+from planner.simulate.traffic import Arrivals
+from planner.strategies.base import CandidateOptions
+
+#: longest simulated window (s): a day of traffic
+MAX_DURATION_S = 86_400.0
+#: the quantiles a class's latency curve is reported at (percent)
+CURVE_PERCENTILES = tuple(range(1, 100))
+
+
+class SimulationOptions(Frozen):
+    """How to replay a plan: the window, the seed, the arrival process, how many replicas of each pool to run.
+
+    Replicas of a pool are independent under random routing, so running ``max_replicas`` of them (the plan's
+    per-replica rate each) samples the pool; ``None`` runs every replica."""
+
+    duration_s: Annotated[float, Field(gt=0, le=MAX_DURATION_S)] = 600.0
+    seed: Annotated[int, Field(ge=0, le=2**63 - 1)] = 1
+    arrivals: Arrivals = "poisson"
+    cv: Annotated[float, Field(gt=0, le=20)] = 2.0  # gamma arrivals' coefficient of variation
+    #: requests arriving before this are not measured (default: a tenth of the window)
+    warmup_s: Annotated[float, Field(ge=0)] | None = None
+    max_replicas: Annotated[int, Field(ge=1, le=100_000)] | None = 2
+    chunk_tokens: Annotated[int, Field(ge=1, le=1_000_000)] = CandidateOptions.chunk_tokens
+
+    @property
+    def window_start_s(self) -> float:
+        return self.duration_s / 10.0 if self.warmup_s is None else min(self.warmup_s, self.duration_s)
+
+
+class Latency(Out):
+    """A latency's distribution over measured requests (ms): mean and percentiles."""
+
+    mean_ms: float
+    p50_ms: float
+    p90_ms: float
+    p99_ms: float
+    #: the value at each of CURVE_PERCENTILES (for plots)
+    curve_ms: tuple[float, ...]
+
+
+class ClassSimulation(Out):
+    """One class: simulated TTFT and TPOT against its SLO and the plan's prediction, at the SLO's statistic
+    (``statistic``: ``mean`` or ``pNN``), the share of requests within the SLO, and throughput."""
+
+    name: str
+    statistic: str
+    slo_ttft_ms: float
+    slo_tpot_ms: float
+    predicted_ttft_ms: float | None
+    predicted_tpot_ms: float | None
+    simulated_ttft_ms: float | None
+    simulated_tpot_ms: float | None
+    ttft: Latency | None
+    tpot: Latency | None
+    ttft_attainment: float | None
+    tpot_attainment: float | None
+    predicted_rps: float
+    throughput_rps: float
+    measured_requests: int
+
+
+class PoolSimulation(Out):
+    """One pool: its simulated replicas' busy fraction, batch occupancy, queue, link use, against the plan.
+
+    ``utilization``: time stepping or prefilling; ``occupancy``: mean sequences running / batch (what the plan's
+    ``utilization`` of a decode pool is); ``mean_queue``/``mean_in_system``: per replica; ``littles_ratio``:
+    ``L / (λ·W)`` over the window (1 when the counts are consistent)."""
+
+    class_name: str = Field(alias="class")
+    strategy: str
+    role: str
+    device: str
+    replicas: int
+    simulated_replicas: int
+    predicted_utilization: float
+    utilization: float
+    occupancy: float
+    mean_queue: float
+    mean_in_system: float
+    arrival_rps: float
+    mean_sojourn_ms: float | None
+    littles_ratio: float | None
+    link_utilization: float | None
+    #: the pool's TTFT / TPOT as the plan predicts it and as simulated, at its class's SLO statistic
+    predicted_ttft_ms: float | None
+    simulated_ttft_ms: float | None
+    predicted_tpot_ms: float | None
+    simulated_tpot_ms: float | None
+
+
+class Miss(Out):
+    """Where the simulated fleet misses: a class's metric at the SLO's statistic over its target, or its
+    backlog (measured requests still unfinished when the simulation had to stop)."""
+
+    class_name: str = Field(alias="class")
+    metric: Literal["ttft_ms", "tpot_ms", "unfinished"]
+    statistic: str
+    simulated: float
+    target: float
+    excess: float  # simulated − target
+    relative: float | None  # excess / target (None for a count)
+
+
+class Simulation(Out, Stamped):
+    """A plan replayed: the verdict, per class and per pool figures, and how it was run."""
+
+    verdict: Literal["meets", "misses"]
+    misses: tuple[Miss, ...]
+    classes: tuple[ClassSimulation, ...]
+    pools: tuple[PoolSimulation, ...]
+    requests: int  # requests simulated (every pool, every arrival, measured or not)
+    unfinished: int  # measured requests still in the fleet when the simulation stopped
+    simulated_s: float  # simulated clock at the end, past the window while measured requests drained
+    options: SimulationOptions

@@ -1,0 +1,102 @@
+"""Replay a plan: build each pool's sampled replicas, feed them their arrival streams, run the clock.
+
+Stages are joined in distribution, not request by request: each pool's replicas get their own renewal
+stream at the plan's per-replica rate (a decode pool's arrivals are the merged output of many prefill
+replicas, which is close to the same process). A class's TTFT is what its prefill-bearing pools measure and
+its TPOT what its decode-bearing pools measure, mixed by the traffic each pool carries.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import simpy
+
+from planner.perf.model import CostModel
+from planner.schema import Plan, Pool, RequestClass
+from planner.simulate.engine import BatchReplica, Outstanding, PrefillReplica, Request, Tally
+from planner.simulate.outcome import Simulation, SimulationOptions
+from planner.simulate.service import Pricing, PrefillService, SimulationError, StepService, service_for
+from planner.simulate.summary import summarize
+from planner.simulate.traffic import arrival_times, served_by_class
+from planner.strategies.base import prompt_tokens
+from planner.units import ms_to_s
+
+
+@dataclass
+class PoolRun:
+    """One pool under simulation: its replicas' tallies and the traffic each replica gets."""
+
+    pool: Pool
+    traffic: dict[str, float]  # class -> requests/s of the whole pool
+    tallies: list[Tally]
+
+
+def simulate_plan(plan: Plan, costs: CostModel, options: SimulationOptions = SimulationOptions()) -> Simulation:
+    """Simulate ``plan``'s pools at their planned traffic (``options``: window, seed, arrivals, sampling)."""
+    runs = [PoolRun(p, served_by_class(p), []) for p in plan.pools]
+    runs = [r for r in runs if r.traffic]
+    if not runs:
+        raise SimulationError(f"pools: the plan (status {plan.status}) has no pool that serves traffic")
+    workload = plan.workload
+    ctx = Pricing(workload, costs.profile(workload.model, workload.dtype, workload.kv_dtype),
+                  costs.profile(workload.spec_decode.draft_model, workload.dtype, workload.kv_dtype)
+                  if workload.spec_decode else None, costs, options.chunk_tokens)
+    classes = {rc.name: rc for rc in workload.classes}
+    env = simpy.Environment()
+    outstanding = Outstanding(env)
+    counter = [0]
+    for i, run in enumerate(runs):
+        _start_pool(env, i, run, classes, ctx, options, outstanding, counter)
+    horizon = options.duration_s
+    env.run(until=horizon)
+    outstanding.closed = True
+    outstanding.check()
+    env.run(until=env.any_of([outstanding.drained, env.timeout(horizon)]))
+    return summarize(plan, runs, options, requests=counter[0], unfinished=outstanding.by_class, end_s=float(env.now))
+
+
+def _start_pool(env, index: int, run: PoolRun, classes: dict[str, RequestClass], ctx: Pricing,
+                options: SimulationOptions, outstanding: Outstanding, counter: list[int]) -> None:
+    """Create the pool's sampled replicas, warm the batched ones to steady state, start their arrival streams."""
+    pool = run.pool
+    missing = [c for c in run.traffic if c not in classes]
+    if missing:
+        raise SimulationError(f"pools: {pool.class_name}/{pool.strategy}/{pool.role} serves unknown class {missing[0]!r}")
+    lead = classes[next(iter(run.traffic))]
+    service = service_for(pool, lead, ctx)
+    count = pool.replicas if options.max_replicas is None else min(pool.replicas, options.max_replicas)
+    for j in range(count):
+        tally = Tally(horizon=options.duration_s, window_start=options.window_start_s)
+        run.tallies.append(tally)
+        rng = np.random.default_rng([options.seed, index, j, 0])
+        if isinstance(service, PrefillService):
+            replica = PrefillReplica(env, tally, outstanding, service)
+        else:
+            replica = BatchReplica(env, tally, outstanding, service, rng)
+            _warm(replica, service, pool, lead, run.traffic, rng)
+        env.process(replica.run())
+        for k, (name, rps) in enumerate(run.traffic.items()):
+            stream = np.random.default_rng([options.seed, index, j, k + 1])
+            env.process(_arrivals(env, replica, classes[name], rps / pool.replicas, stream, options, counter))
+
+
+def _warm(replica: BatchReplica, service: StepService, pool: Pool, rc: RequestClass, traffic: dict[str, float],
+          rng: np.random.Generator) -> None:
+    """Little's law at the plan's TPOT: ``λ · (osl − 1) · TPOT`` sequences already running, within the batch."""
+    rate = sum(traffic.values()) / pool.replicas
+    tpot_s = ms_to_s(pool.tpot_ms or 0.0)
+    sequences = min(pool.batch, int(round(rate * (rc.output_tokens - 1) * tpot_s)))
+    replica.warm_start(sequences, service.rounds_for(rng, rc.output_tokens - 1))
+
+
+def _arrivals(env, replica, rc: RequestClass, rate_rps: float, rng, options: SimulationOptions, counter: list[int]):
+    """One class's arrivals at one replica, from t = 0 until the simulation stops."""
+    start, end = options.window_start_s, options.duration_s
+    prefill = int(round(prompt_tokens(rc)[0]))
+    for t in arrival_times(rng, rate_rps, options.arrivals, options.cv):
+        yield env.timeout(t - env.now)
+        counter[0] += 1
+        replica.arrive(Request(cls=rc.name, arrival=t, measured=start <= t <= end, output_tokens=rc.output_tokens,
+                               prefill_tokens=prefill))

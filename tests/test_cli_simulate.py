@@ -39,7 +39,7 @@ def test_json_is_deterministic_and_carries_the_verdict(plan_file):
     chat = payload["classes"][0]
     assert chat["ttft"]["p50_ms"] <= chat["ttft"]["p90_ms"] <= chat["ttft"]["p99_ms"]
     assert payload["options"] == {**payload["options"], "duration_s": 60.0, "seed": 4, "arrivals": "poisson"}
-    assert all(p["simulated_replicas"] <= 2 for p in payload["pools"])
+    assert all(p["simulated_replicas"] == min(p["replicas"], 4) for p in payload["pools"])
 
 
 def test_table_and_png_for_people(plan_file, tmp_path):

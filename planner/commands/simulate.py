@@ -29,7 +29,7 @@ def simulate_command(
     seed: int = typer.Option(1, "--seed", help="random seed (same seed, same result)"),
     arrivals: ArrivalChoice = typer.Option(ArrivalChoice.poisson, "--arrivals", help="arrival process per replica"),
     cv: float = typer.Option(2.0, "--cv", help="gamma arrivals: coefficient of variation of the gaps"),
-    replicas: int = typer.Option(2, "--replicas", help="replicas simulated per pool (0: every replica)"),
+    replicas: int = typer.Option(4, "--replicas", help="replicas simulated per pool (0: every replica)"),
     warmup_s: float | None = typer.Option(None, "--warmup-s", help="arrivals before this are not measured "
                                                                     "(default: a tenth of the window)"),
     as_json: bool = typer.Option(False, "--json", help="print JSON"),

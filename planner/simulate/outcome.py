@@ -29,7 +29,7 @@ class SimulationOptions(Frozen):
     cv: Annotated[float, Field(gt=0, le=20)] = 2.0  # gamma arrivals' coefficient of variation
     #: requests arriving before this are not measured (default: a tenth of the window)
     warmup_s: Annotated[float, Field(ge=0)] | None = None
-    max_replicas: Annotated[int, Field(ge=1, le=100_000)] | None = 2
+    max_replicas: Annotated[int, Field(ge=1, le=100_000)] | None = 4
     chunk_tokens: Annotated[int, Field(ge=1, le=1_000_000)] = CandidateOptions.chunk_tokens
 
     @property
@@ -118,7 +118,7 @@ class Simulation(Out, Stamped):
     misses: tuple[Miss, ...]
     classes: tuple[ClassSimulation, ...]
     pools: tuple[PoolSimulation, ...]
-    requests: int  # requests simulated (every pool, every arrival, measured or not)
+    requests: int  # requests simulated: arrivals at the pools they enter by (prefill or aggregated), measured or not
     unfinished: int  # measured requests still in the fleet when the simulation stopped
     simulated_s: float  # simulated clock at the end, past the window while measured requests drained
     options: SimulationOptions

@@ -77,9 +77,10 @@ def _start_pool(env, index: int, run: PoolRun, classes: dict[str, RequestClass],
             replica = BatchReplica(env, tally, outstanding, service, rng)
             _warm(replica, service, pool, lead, run.traffic, rng)
         env.process(replica.run())
+        first_stage = counter if pool.role != "decode" else [0]  # a request is counted where it enters the fleet
         for k, (name, rps) in enumerate(run.traffic.items()):
             stream = np.random.default_rng([options.seed, index, j, k + 1])
-            env.process(_arrivals(env, replica, classes[name], rps / pool.replicas, stream, options, counter))
+            env.process(_arrivals(env, replica, classes[name], rps / pool.replicas, stream, options, first_stage))
 
 
 def _warm(replica: BatchReplica, service: StepService, pool: Pool, rc: RequestClass, traffic: dict[str, float],

@@ -6,7 +6,7 @@ Entry point: ``simulate_plan(plan, costs, SimulationOptions(...)) -> Simulation`
 """
 
 from planner.simulate.outcome import Simulation, SimulationOptions
-from planner.simulate.run import simulate_plan
+from planner.simulate.run import SimulationStopped, simulate_plan
 from planner.simulate.service import SimulationError
 
-__all__ = ["Simulation", "SimulationError", "SimulationOptions", "simulate_plan"]
+__all__ = ["Simulation", "SimulationError", "SimulationOptions", "SimulationStopped", "simulate_plan"]

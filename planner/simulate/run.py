@@ -9,6 +9,7 @@ its TPOT what its decode-bearing pools measure, mixed by the traffic each pool c
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable
 
 import numpy as np
 import simpy
@@ -33,8 +34,18 @@ class PoolRun:
     tallies: list[Tally]
 
 
-def simulate_plan(plan: Plan, costs: CostModel, options: SimulationOptions = SimulationOptions()) -> Simulation:
-    """Simulate ``plan``'s pools at their planned traffic (``options``: window, seed, arrivals, sampling)."""
+class SimulationStopped(Exception):
+    """``should_stop`` answered true: the simulation was abandoned part-way."""
+
+
+#: the clock runs in this many slices of the window, ``should_stop`` asked between them
+SLICES = 100
+
+
+def simulate_plan(plan: Plan, costs: CostModel, options: SimulationOptions = SimulationOptions(),
+                  should_stop: Callable[[], bool] | None = None) -> Simulation:
+    """Simulate ``plan``'s pools at their planned traffic (``options``: window, seed, arrivals, sampling);
+    ``should_stop`` is asked a hundred times over the window (and as often while it drains)."""
     runs = [PoolRun(p, served_by_class(p), []) for p in plan.pools]
     runs = [r for r in runs if r.traffic]
     if not runs:
@@ -49,12 +60,25 @@ def simulate_plan(plan: Plan, costs: CostModel, options: SimulationOptions = Sim
     counter = [0]
     for i, run in enumerate(runs):
         _start_pool(env, i, run, classes, ctx, options, outstanding, counter)
-    horizon = options.duration_s
-    env.run(until=horizon)
+    _run(env, options.duration_s, outstanding, should_stop or (lambda: False))
+    return summarize(plan, runs, options, requests=counter[0], unfinished=outstanding.by_class, end_s=float(env.now))
+
+
+def _run(env: simpy.Environment, horizon: float, outstanding: Outstanding, should_stop: Callable[[], bool]) -> None:
+    """The window, then the drain: on until every measured request has left, for at most another window."""
+    step = horizon / SLICES
+    for i in range(1, SLICES + 1):
+        env.run(until=i * step)
+        if should_stop():
+            raise SimulationStopped(f"stopped at {env.now:g} s of {horizon:g} s")
     outstanding.closed = True
     outstanding.check()
-    env.run(until=env.any_of([outstanding.drained, env.timeout(horizon)]))
-    return summarize(plan, runs, options, requests=counter[0], unfinished=outstanding.by_class, end_s=float(env.now))
+    for _ in range(SLICES):
+        if outstanding.drained.triggered:
+            return
+        env.run(until=env.any_of([outstanding.drained, env.timeout(step)]))
+        if should_stop():
+            raise SimulationStopped(f"stopped while draining, at {env.now:g} s")
 
 
 def _start_pool(env, index: int, run: PoolRun, classes: dict[str, RequestClass], ctx: Pricing,

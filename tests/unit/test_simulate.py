@@ -17,7 +17,7 @@ import yaml
 from planner.optimize import plan_workload
 from planner.perf.model import RooflineModel
 from planner.schema import Plan, Workload
-from planner.simulate import SimulationError, SimulationOptions, simulate_plan
+from planner.simulate import SimulationError, SimulationOptions, SimulationStopped, simulate_plan
 from planner.simulate.service import StepService
 from planner.simulate.summary import weighted_quantiles
 from planner.simulate.traffic import interarrival_gaps
@@ -199,3 +199,15 @@ def test_gamma_gaps_have_the_asked_mean_and_cv():
     gaps = interarrival_gaps(np.random.default_rng(11), 4.0, "gamma", 2.0, 400_000)
     assert gaps.mean() == pytest.approx(0.25, rel=0.01)
     assert gaps.std() / gaps.mean() == pytest.approx(2.0, rel=0.02)
+
+
+def test_should_stop_abandons_the_run_part_way():
+    plan = one_pool_plan("prefill", "pd_disagg", batch=1, served_rps=8.0)
+    asked = []
+
+    def stop_on_third() -> bool:
+        asked.append(1)
+        return len(asked) == 3
+
+    with pytest.raises(SimulationStopped, match="stopped at 300 s of 10000 s"):
+        simulate_plan(plan, RoundNumbers(), SimulationOptions(duration_s=10_000, max_replicas=1), stop_on_third)

@@ -33,7 +33,8 @@ def test_json_is_deterministic_and_carries_the_verdict(plan_file):
     again = run(str(plan_file), "--duration-s", "60", "--seed", "4", "--json")
     assert first.returncode in (0, 1), first.stderr
     payload = json.loads(first.stdout)
-    assert payload == json.loads(again.stdout)
+    assert payload["siliconmix_version"] and payload.pop("created_at") and json.loads(again.stdout).pop("created_at")
+    assert payload == {k: v for k, v in json.loads(again.stdout).items() if k != "created_at"}
     assert first.returncode == (0 if payload["verdict"] == "meets" else 1)
     assert [c["name"] for c in payload["classes"]] == ["chat"]
     chat = payload["classes"][0]
@@ -79,3 +80,32 @@ def test_a_file_that_is_not_a_plan_exits_2(tmp_path):
     assert proc.returncode == 2 and "not a siliconmix plan" in proc.stderr
     missing = run(str(tmp_path / "missing.json"))
     assert missing.returncode == 2 and len(missing.stderr.strip().splitlines()) == 1
+
+
+def test_a_trace_file_and_a_diurnal_curve_give_a_timeline(plan_file, tmp_path):
+    trace = tmp_path / "load.csv"
+    trace.write_text("start_s,multiplier\n0,1\n20,2\n40,1\n")
+    proc = run(str(plan_file), "--duration-s", "60", "--trace", str(trace), "--json")
+    assert proc.returncode in (0, 1), proc.stderr
+    payload = json.loads(proc.stdout)
+    assert [step["multiplier"] for step in payload["options"]["load"]] == [1.0, 2.0, 1.0]
+    loads = [p["load"] for p in payload["classes"][0]["timeline"]]
+    assert loads[:6] == [1.0] * 6 and loads[7:13] == [2.0] * 6  # 3 s stretches: [21, 39) s at x2
+    table = run(str(plan_file), "--duration-s", "60", "--diurnal", "0.3")
+    assert table.returncode in (0, 1), table.stderr
+    assert "Over time, by arrival" in table.stdout and ("keeps up throughout" in table.stdout or "falls behind from" in table.stdout)
+
+
+@pytest.mark.parametrize("text, message", [
+    ("time,load\n0,1\n", "the first row must be the header start_s,multiplier"),
+    ("start_s,multiplier\n0,one\n", "row 2: want two numbers"),
+    ("start_s,multiplier\n5,1\n", "row 2: the first step must start at 0 s (got 5)"),
+    ("start_s,multiplier\n0,1\n9,1\n9,2\n", "row 4: start_s 9 must be after the previous row's 9"),
+    ("start_s,multiplier\n0,-1\n", "load step 1: multiplier"),
+])
+def test_a_bad_trace_exits_2_naming_the_row(plan_file, tmp_path, text, message):
+    trace = tmp_path / "load.csv"
+    trace.write_text(text)
+    proc = run(str(plan_file), "--trace", str(trace))
+    assert proc.returncode == 2 and message in proc.stderr, proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1

@@ -51,8 +51,9 @@ class Tally:
     departures: int = 0  # of those arrivals, the ones that have left
     sojourn_s: float = 0.0  # their summed time in the pool
     completed_in_window: dict[str, int] = field(default_factory=dict)
-    ttft_s: dict[str, list[float]] = field(default_factory=dict)
-    tpot_s: dict[str, list[float]] = field(default_factory=dict)
+    #: per class, (arrival, seconds) of each measured request
+    ttft_s: dict[str, list[tuple[float, float]]] = field(default_factory=dict)
+    tpot_s: dict[str, list[tuple[float, float]]] = field(default_factory=dict)
 
     def clipped(self, start: float, length: float) -> float:
         """The part of ``[start, start + length]`` inside ``[0, horizon]`` (s)."""
@@ -161,7 +162,7 @@ class PrefillReplica(Replica):
                 self._link_free = start + s.transfer_s
                 t.link_busy_s += t.clipped(start, s.transfer_s)
                 if r.measured:
-                    t.ttft_s.setdefault(r.cls, []).append(self._link_free - r.arrival)
+                    t.ttft_s.setdefault(r.cls, []).append((r.arrival, self._link_free - r.arrival))
                 self.leave(r)
 
 
@@ -193,7 +194,8 @@ class BatchReplica(Replica):
 
     def finish(self, r: Request) -> None:
         if r.measured and r.output_tokens > 1:
-            self.tally.tpot_s.setdefault(r.cls, []).append((self.env.now - r.first_token) / (r.output_tokens - 1))
+            tpot = (self.env.now - r.first_token) / (r.output_tokens - 1)
+            self.tally.tpot_s.setdefault(r.cls, []).append((r.arrival, tpot))
         self.leave(r)
 
     def admit(self) -> None:
@@ -239,7 +241,7 @@ class BatchReplica(Replica):
                 r = self.prefilling.popleft()[0]
                 r.first_token = env.now
                 if r.measured:
-                    t.ttft_s.setdefault(r.cls, []).append(env.now - r.arrival)
+                    t.ttft_s.setdefault(r.cls, []).append((r.arrival, env.now - r.arrival))
                 self.start_decode(r)
             while self.running and self.running[0][0] <= self.step_no:
                 self.finish(heapq.heappop(self.running)[2])

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import Field
+import numpy as np
+from pydantic import Field, model_validator
 
 from planner.schema import Frozen, Out, Stamped
-from planner.simulate.traffic import Arrivals
+from planner.simulate.traffic import Arrivals, load_integral
 from planner.strategies.base import CandidateOptions
 
 #: longest simulated window (s): a day of traffic
@@ -17,8 +18,22 @@ MAX_DURATION_S = 86_400.0
 CURVE_PERCENTILES = tuple(range(1, 100))
 
 
+#: most steps of a load curve
+MAX_LOAD_STEPS = 10_000
+#: time buckets of a class's timeline over the window
+TIMELINE_BUCKETS = 20
+
+
+class LoadStep(Frozen):
+    """From ``start_s`` on (until the next step), every class arrives at ``multiplier`` × the plan's rate."""
+
+    start_s: Annotated[float, Field(ge=0, le=MAX_DURATION_S)]
+    multiplier: Annotated[float, Field(ge=0, le=100)]
+
+
 class SimulationOptions(Frozen):
-    """How to replay a plan: the window, the seed, the arrival process, how many replicas of each pool to run.
+    """How to replay a plan: the window, the seed, the arrival process, how many replicas of each pool to run,
+    and the load over time (``load``: steps from t = 0; empty: the plan's rates throughout).
 
     Replicas of a pool are independent under random routing, so running ``max_replicas`` of them (the plan's
     per-replica rate each) samples the pool; ``None`` runs every replica."""
@@ -31,6 +46,29 @@ class SimulationOptions(Frozen):
     warmup_s: Annotated[float, Field(ge=0)] | None = None
     max_replicas: Annotated[int, Field(ge=1, le=100_000)] | None = 4
     chunk_tokens: Annotated[int, Field(ge=1, le=1_000_000)] = CandidateOptions.chunk_tokens
+    load: tuple[LoadStep, ...] = Field(default=(), max_length=MAX_LOAD_STEPS)
+
+    @model_validator(mode="after")
+    def _load_steps(self) -> SimulationOptions:
+        starts = [step.start_s for step in self.load]
+        if starts and starts[0] != 0:
+            raise ValueError(f"load: the first step must start at 0 s (got {starts[0]:g})")
+        if any(b <= a for a, b in zip(starts, starts[1:])):
+            raise ValueError("load: step starts must increase")
+        return self
+
+    @property
+    def load_arrays(self):
+        """The load as (starts, multipliers) arrays, or None for the plan's rates throughout."""
+        if not self.load:
+            return None
+        return (np.array([s.start_s for s in self.load]), np.array([s.multiplier for s in self.load]))
+
+    def mean_load(self, start_s: float, end_s: float) -> float:
+        """The mean multiplier over ``[start_s, end_s]`` (1 without a load curve): ``(Λ(end) − Λ(start)) / (end − start)``."""
+        if not self.load or end_s <= start_s:
+            return 1.0
+        return float(np.diff(load_integral(np.array([start_s, end_s]), *self.load_arrays))[0] / (end_s - start_s))
 
     @property
     def window_start_s(self) -> float:
@@ -46,6 +84,18 @@ class Latency(Out):
     p99_ms: float
     #: the value at each of CURVE_PERCENTILES (for plots)
     curve_ms: tuple[float, ...]
+
+
+class TimelinePoint(Out):
+    """A class over one stretch of the window, by arrival time: the load, and its SLO statistic there."""
+
+    start_s: float
+    end_s: float
+    load: float  # the mean multiplier of the plan's rates over the stretch
+    ttft_ms: float | None
+    tpot_ms: float | None
+    ttft_attainment: float | None
+    tpot_attainment: float | None
 
 
 class ClassSimulation(Out):
@@ -67,6 +117,10 @@ class ClassSimulation(Out):
     predicted_rps: float
     throughput_rps: float
     measured_requests: int
+    #: the window in TIMELINE_BUCKETS stretches, by arrival time
+    timeline: tuple[TimelinePoint, ...] = ()
+    #: start of the first stretch whose TTFT or TPOT statistic is over the SLO (None: none is)
+    behind_from_s: float | None = None
 
 
 class PoolSimulation(Out):

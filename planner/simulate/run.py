@@ -99,7 +99,7 @@ def _start_pool(env, index: int, run: PoolRun, classes: dict[str, RequestClass],
             replica = PrefillReplica(env, tally, outstanding, service)
         else:
             replica = BatchReplica(env, tally, outstanding, service, rng)
-            _warm(replica, service, pool, lead, run.traffic, rng)
+            _warm(replica, service, pool, lead, run.traffic, rng, options.load[0].multiplier if options.load else 1.0)
         env.process(replica.run())
         first_stage = counter if pool.role != "decode" else [0]  # a request is counted where it enters the fleet
         for k, (name, rps) in enumerate(run.traffic.items()):
@@ -108,9 +108,10 @@ def _start_pool(env, index: int, run: PoolRun, classes: dict[str, RequestClass],
 
 
 def _warm(replica: BatchReplica, service: StepService, pool: Pool, rc: RequestClass, traffic: dict[str, float],
-          rng: np.random.Generator) -> None:
-    """Little's law at the plan's TPOT: ``λ · (osl − 1) · TPOT`` sequences already running, within the batch."""
-    rate = sum(traffic.values()) / pool.replicas
+          rng: np.random.Generator, load: float) -> None:
+    """Little's law at the plan's TPOT: ``λ · (osl − 1) · TPOT`` sequences already running (λ at the load in force at
+    t = 0), within the batch."""
+    rate = load * sum(traffic.values()) / pool.replicas
     tpot_s = ms_to_s(pool.tpot_ms or 0.0)
     sequences = min(pool.batch, int(round(rate * (rc.output_tokens - 1) * tpot_s)))
     replica.warm_start(sequences, service.rounds_for(rng, rc.output_tokens - 1))
@@ -120,7 +121,7 @@ def _arrivals(env, replica, rc: RequestClass, rate_rps: float, rng, options: Sim
     """One class's arrivals at one replica, from t = 0 until the simulation stops."""
     start, end = options.window_start_s, options.duration_s
     prefill = int(round(prompt_tokens(rc)[0]))
-    for t in arrival_times(rng, rate_rps, options.arrivals, options.cv):
+    for t in arrival_times(rng, rate_rps, options.arrivals, options.cv, options.load_arrays):
         yield env.timeout(t - env.now)
         counter[0] += 1
         replica.arrive(Request(cls=rc.name, arrival=t, measured=start <= t <= end, output_tokens=rc.output_tokens,

@@ -15,6 +15,8 @@ from planner.simulate.outcome import (
     PoolSimulation,
     Simulation,
     SimulationOptions,
+    TIMELINE_BUCKETS,
+    TimelinePoint,
 )
 from planner.units import s_to_ms
 
@@ -28,18 +30,20 @@ def weighted_quantiles(values: np.ndarray, weights: np.ndarray, percents) -> np.
     return v[np.minimum(idx, len(v) - 1)]
 
 
-def mixed_samples(runs, cls: str, metric: str) -> tuple[np.ndarray, np.ndarray]:
+def mixed_samples(runs, cls: str, metric: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Every measured sample (s) of ``metric`` (``ttft_s`` / ``tpot_s``) of class ``cls``, each weighted by its
-    pool's share of the class's traffic over the pool's sample count."""
-    values, weights = [], []
+    pool's share of the class's traffic over the pool's sample count, and its arrival time (s)."""
+    values, weights, arrivals = [], [], []
     for run in runs:
         samples = [x for tally in run.tallies for x in getattr(tally, metric).get(cls, ())]
         if samples:
-            values.append(np.asarray(samples))
+            pairs = np.asarray(samples)
+            arrivals.append(pairs[:, 0])
+            values.append(pairs[:, 1])
             weights.append(np.full(len(samples), run.traffic[cls] / len(samples)))
     if not values:
-        return np.empty(0), np.empty(0)
-    return np.concatenate(values), np.concatenate(weights)
+        return np.empty(0), np.empty(0), np.empty(0)
+    return np.concatenate(values), np.concatenate(weights), np.concatenate(arrivals)
 
 
 def latency(values: np.ndarray, weights: np.ndarray) -> Latency | None:
@@ -67,9 +71,35 @@ def attainment(values: np.ndarray, weights: np.ndarray, slo_ms: float) -> float 
     return float(weights[s_to_ms(values) <= slo_ms].sum() / weights.sum())
 
 
+def timeline(ttft, tpot, rc: RequestClass, options: SimulationOptions) -> tuple[TimelinePoint, ...]:
+    """The class's SLO statistics and attainment per stretch of the window, by arrival time."""
+    edges = np.linspace(0.0, options.duration_s, TIMELINE_BUCKETS + 1)
+    points = []
+    for start, end in zip(edges, edges[1:]):
+        a = (ttft[2] >= start) & (ttft[2] < end)
+        b = (tpot[2] >= start) & (tpot[2] < end)
+        inside_ttft, inside_tpot = (ttft[0][a], ttft[1][a]), (tpot[0][b], tpot[1][b])
+        points.append(TimelinePoint(
+            start_s=float(start), end_s=float(end), load=options.mean_load(float(start), float(end)),
+            ttft_ms=at_statistic(*inside_ttft, rc.slo.percentile), tpot_ms=at_statistic(*inside_tpot, rc.slo.percentile),
+            ttft_attainment=attainment(*inside_ttft, rc.slo.ttft_ms),
+            tpot_attainment=attainment(*inside_tpot, rc.slo.tpot_ms)))
+    return tuple(points)
+
+
+def behind_from(points: tuple[TimelinePoint, ...], rc: RequestClass) -> float | None:
+    """Start of the first stretch whose TTFT or TPOT statistic is over the class's SLO."""
+    for p in points:
+        if (p.ttft_ms or 0.0) > rc.slo.ttft_ms or (p.tpot_ms or 0.0) > rc.slo.tpot_ms:
+            return p.start_s
+    return None
+
+
 def class_summary(plan: Plan, runs, rc: RequestClass, options: SimulationOptions) -> ClassSimulation:
     predicted = next((c for c in plan.classes if c.name == rc.name), None)
-    ttft, tpot = mixed_samples(runs, rc.name, "ttft_s"), mixed_samples(runs, rc.name, "tpot_s")
+    ttft_all, tpot_all = mixed_samples(runs, rc.name, "ttft_s"), mixed_samples(runs, rc.name, "tpot_s")
+    ttft, tpot = ttft_all[:2], tpot_all[:2]
+    points = timeline(ttft_all, tpot_all, rc, options)
     window = options.duration_s - options.window_start_s
     final = [r for r in runs if rc.name in r.traffic and r.pool.role != "prefill"]
     throughput = sum(sum(t.completed_in_window.get(rc.name, 0) for t in r.tallies) * r.pool.replicas / len(r.tallies)
@@ -83,12 +113,13 @@ def class_summary(plan: Plan, runs, rc: RequestClass, options: SimulationOptions
         ttft=latency(*ttft), tpot=latency(*tpot), ttft_attainment=attainment(*ttft, rc.slo.ttft_ms),
         tpot_attainment=attainment(*tpot, rc.slo.tpot_ms), predicted_rps=sum(r.traffic[rc.name] for r in final),
         throughput_rps=throughput, measured_requests=len(ttft[0]) + len(tpot[0]),
+        timeline=points, behind_from_s=behind_from(points, rc),
     )
 
 
 def pool_latency(run, metric: str, percentile: float | None) -> float | None:
     """The pool's own ``metric`` at the SLO statistic over its measured requests (ms)."""
-    samples = [x for tally in run.tallies for xs in getattr(tally, metric).values() for x in xs]
+    samples = [x for tally in run.tallies for pairs in getattr(tally, metric).values() for _, x in pairs]
     return at_statistic(np.asarray(samples), np.ones(len(samples)), percentile)
 
 

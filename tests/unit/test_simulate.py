@@ -20,7 +20,7 @@ from planner.schema import Plan, Workload
 from planner.simulate import SimulationError, SimulationOptions, SimulationStopped, simulate_plan
 from planner.simulate.service import StepService
 from planner.simulate.summary import weighted_quantiles
-from planner.simulate.traffic import interarrival_gaps
+from planner.simulate.traffic import arrival_times, clock_of, interarrival_gaps, load_integral
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "workloads"
 PREFILL_S = 0.1
@@ -211,3 +211,52 @@ def test_should_stop_abandons_the_run_part_way():
 
     with pytest.raises(SimulationStopped, match="stopped at 300 s of 10000 s"):
         simulate_plan(plan, RoundNumbers(), SimulationOptions(duration_s=10_000, max_replicas=1), stop_on_third)
+
+
+def test_clock_of_a_stepped_load_by_hand():
+    """Steps m = 1 on [0, 10), 0 on [10, 20), 2 from 20: Λ(10) = Λ(20) = 10, so u = 5 → 5 s, u = 10 → 20 s (the idle
+    step skipped), u = 14 → 20 + 4/2 = 22 s; Λ(25) = 10 + 2·5 = 20. A last step at 0: past Λ = 10, never."""
+    starts, m = np.array([0.0, 10.0, 20.0]), np.array([1.0, 0.0, 2.0])
+    assert list(clock_of(np.array([5.0, 10.0, 14.0]), starts, m)) == [5.0, 20.0, 22.0]
+    assert list(load_integral(np.array([5.0, 15.0, 25.0]), starts, m)) == [5.0, 10.0, 20.0]
+    assert clock_of(np.array([12.0]), np.array([0.0, 10.0]), np.array([1.0, 0.0]))[0] == np.inf
+
+
+def test_arrivals_follow_the_load_and_keep_their_cv():
+    """Rate 100/s at ×0.5 for 50 s then ×2: ≈ 2,500 arrivals, then ≈ 10,000 in the next 50 s; gamma CV 2 gaps stay
+    CV 2 inside a step (a time change divides every gap by the same m)."""
+    load = (np.array([0.0, 50.0]), np.array([0.5, 2.0]))
+    times = []
+    for t in arrival_times(np.random.default_rng(4), 100.0, "gamma", 2.0, load):
+        if t >= 100.0:
+            break
+        times.append(t)
+    times = np.asarray(times)
+    assert (times < 50).sum() == pytest.approx(2500, rel=0.08)
+    assert (times >= 50).sum() == pytest.approx(10000, rel=0.04)
+    gaps = np.diff(times[times >= 50])
+    assert gaps.std() / gaps.mean() == pytest.approx(2.0, rel=0.06)
+
+
+def test_an_overload_shows_when_the_fleet_falls_behind():
+    """The M/D/1 pool (S = 0.1 s, 8/s: mean TTFT 300 ms) at ×1.5 from 200 s to 300 s (ρ = 1.2: the queue grows by
+    2 a second, 0.2 s of wait each second): with a 600 ms SLO (twice the steady mean, which 30 s stretches of the
+    steady queue stay under) the timeline turns over it in the stretch the overload begins in ([180, 210) s: arrivals
+    after 200 s wait 0.2 s more each second) or the next, and the load there is 1.5."""
+    plan = one_pool_plan("prefill", "pd_disagg", batch=1, served_rps=8.0, ttft_slo_ms=600.0)
+    load = ({"start_s": 0, "multiplier": 1.0}, {"start_s": 200, "multiplier": 1.5}, {"start_s": 300, "multiplier": 1.0})
+    sim = simulate_plan(plan, RoundNumbers(), SimulationOptions(duration_s=600, seed=2, max_replicas=1, load=load))
+    c = sim.classes[0]
+    assert c.behind_from_s in (180.0, 210.0)
+    stretch = {p.start_s: p for p in c.timeline}
+    assert stretch[210.0].load == pytest.approx(1.5) and stretch[180.0].load == pytest.approx((20 + 10 * 1.5) / 30)
+    assert stretch[240.0].ttft_ms > 2000.0  # 40 s into the overload: ≈ 8 s of queue
+    assert all(stretch[s].ttft_ms < 600.0 for s in (60.0, 90.0, 120.0, 150.0))
+    assert sim.verdict == "misses" and sim.unfinished == 0
+
+
+def test_load_steps_are_checked():
+    with pytest.raises(ValueError, match="first step must start at 0"):
+        SimulationOptions(load=({"start_s": 5, "multiplier": 1.0},))
+    with pytest.raises(ValueError, match="step starts must increase"):
+        SimulationOptions(load=({"start_s": 0, "multiplier": 1.0}, {"start_s": 0, "multiplier": 2.0}))

@@ -166,8 +166,10 @@ def show_simulation(sim: Simulation, png: Path | None) -> None:
                 ("TTFT", c.ttft, c.slo_ttft_ms, c.predicted_ttft_ms, c.simulated_ttft_ms, c.ttft_attainment, 1),
                 ("TPOT", c.tpot, c.slo_tpot_ms, c.predicted_tpot_ms, c.simulated_tpot_ms, c.tpot_attainment, 2)):
             first = metric == "TTFT"
+            noise = c.ttft_noise_ms if first else c.tpot_noise_ms
+            shown = _ms(simulated, digits) + (f" ±{noise:,.{digits}f}" if noise is not None else "")
             table.add_row(c.name if first else "", metric, c.statistic, _ms(slo, digits), _ms(plan, digits),
-                          _ms(simulated, digits), *(_ms(getattr(lat, f"p{p}_ms", None), digits) for p in (50, 90, 99)),
+                          shown, *(_ms(getattr(lat, f"p{p}_ms", None), digits) for p in (50, 90, 99)),
                           _share(within), f"{c.predicted_rps:,.2f}" if first else "",
                           f"{c.throughput_rps:,.2f}" if first else "")
     console.print(table)
@@ -188,7 +190,9 @@ def show_simulation(sim: Simulation, png: Path | None) -> None:
         console.print("verdict: meets (every class within its SLOs)", highlight=False, markup=False)
     for m in sim.misses:
         by = f"by {m.excess:,.1f} ms ({100 * m.relative:.0f}%)" if m.relative is not None else f"({m.excess:.0f} left)"
+        noise = (f"; within the sampling noise of ±{m.noise:,.1f} ms (run longer or with more --replicas)"
+                 if m.noise is not None and m.excess <= m.noise else "")
         console.print(f"verdict: misses {m.class_name} {m.metric} at {m.statistic}: {m.simulated:,.1f} vs "
-                      f"{m.target:,.1f} {by}", highlight=False, markup=False)
+                      f"{m.target:,.1f} {by}{noise}", highlight=False, markup=False)
     if png is not None:
         console.print(f"wrote {png}", highlight=False, markup=False)

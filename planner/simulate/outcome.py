@@ -110,6 +110,10 @@ class ClassSimulation(Out):
     predicted_tpot_ms: float | None
     simulated_ttft_ms: float | None
     simulated_tpot_ms: float | None
+    #: ± half-width (ms) of the simulated statistic from the spread across sampled replicas (``sampling_noise_ms``);
+    #: None when no pool of the class ran two replicas
+    ttft_noise_ms: float | None = None
+    tpot_noise_ms: float | None = None
     ttft: Latency | None
     tpot: Latency | None
     ttft_attainment: float | None
@@ -163,6 +167,7 @@ class Miss(Out):
     target: float
     excess: float  # simulated − target
     relative: float | None  # excess / target (None for a count)
+    noise: float | None = None  # the statistic's sampling noise (ms): an excess below it may be the sample's
 
 
 class Simulation(Out, Stamped):

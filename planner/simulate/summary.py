@@ -64,6 +64,26 @@ def at_statistic(values: np.ndarray, weights: np.ndarray, percentile: float | No
     return float(s_to_ms(weighted_quantiles(values, weights, (percentile,))[0]))
 
 
+#: two-sided 95 % normal quantile
+Z95 = 1.96
+
+
+def sampling_noise_ms(runs, cls: str, metric: str, percentile: float | None) -> float | None:
+    """± half-width (ms) of a class's statistic from the spread across each pool's sampled replicas:
+    ``Z95 · √(Σ_p (w_p · s_p / √r_p)²)``, ``w_p`` the pool's share of the class's traffic, ``s_p`` the standard
+    deviation of the statistic over its ``r_p`` replicas (pools that ran one replica add nothing, so it is a floor;
+    for a percentile, the linear mix of pool percentiles is itself an approximation). None when no pool ran two."""
+    total = sum(r.traffic[cls] for r in runs if cls in r.traffic and any(getattr(t, metric).get(cls) for t in r.tallies))
+    parts = []
+    for run in runs:
+        per_replica = [at_statistic(pairs[:, 1], np.ones(len(pairs)), percentile)
+                       for pairs in (np.asarray(getattr(t, metric).get(cls, ())) for t in run.tallies) if len(pairs)]
+        if len(per_replica) >= 2:
+            share = run.traffic[cls] / total
+            parts.append((share * np.std(per_replica, ddof=1) / np.sqrt(len(per_replica))) ** 2)
+    return float(Z95 * np.sqrt(sum(parts))) if parts else None
+
+
 def attainment(values: np.ndarray, weights: np.ndarray, slo_ms: float) -> float | None:
     """Share of the (weighted) requests within ``slo_ms``."""
     if not len(values):
@@ -110,6 +130,8 @@ def class_summary(plan: Plan, runs, rc: RequestClass, options: SimulationOptions
         slo_tpot_ms=rc.slo.tpot_ms, predicted_ttft_ms=predicted.ttft_ms if predicted else None,
         predicted_tpot_ms=predicted.tpot_ms if predicted else None,
         simulated_ttft_ms=at_statistic(*ttft, p), simulated_tpot_ms=at_statistic(*tpot, p),
+        ttft_noise_ms=sampling_noise_ms(runs, rc.name, "ttft_s", p),
+        tpot_noise_ms=sampling_noise_ms(runs, rc.name, "tpot_s", p),
         ttft=latency(*ttft), tpot=latency(*tpot), ttft_attainment=attainment(*ttft, rc.slo.ttft_ms),
         tpot_attainment=attainment(*tpot, rc.slo.tpot_ms), predicted_rps=sum(r.traffic[rc.name] for r in final),
         throughput_rps=throughput, measured_requests=len(ttft[0]) + len(tpot[0]),
@@ -149,11 +171,12 @@ def misses_of(results: list[ClassSimulation], unfinished: dict[str, int]) -> lis
     """Each class metric whose SLO statistic exceeds its SLO, and each class with unfinished requests."""
     out = []
     for c in results:
-        for metric, value, target in (("ttft_ms", c.simulated_ttft_ms, c.slo_ttft_ms),
-                                      ("tpot_ms", c.simulated_tpot_ms, c.slo_tpot_ms)):
+        for metric, value, target, noise in (("ttft_ms", c.simulated_ttft_ms, c.slo_ttft_ms, c.ttft_noise_ms),
+                                             ("tpot_ms", c.simulated_tpot_ms, c.slo_tpot_ms, c.tpot_noise_ms)):
             if value is not None and value > target:
                 out.append(Miss(class_name=c.name, metric=metric, statistic=c.statistic, simulated=value,
-                                target=target, excess=value - target, relative=(value - target) / target))
+                                target=target, excess=value - target, relative=(value - target) / target,
+                                noise=noise))
         left = unfinished.get(c.name, 0)
         if left:
             out.append(Miss(class_name=c.name, metric="unfinished", statistic="count", simulated=float(left),

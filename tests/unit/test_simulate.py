@@ -19,7 +19,7 @@ from planner.perf.model import RooflineModel
 from planner.schema import Plan, Workload
 from planner.simulate import SimulationError, SimulationOptions, SimulationStopped, simulate_plan
 from planner.simulate.service import StepService
-from planner.simulate.summary import weighted_quantiles
+from planner.simulate.summary import sampling_noise_ms, weighted_quantiles
 from planner.simulate.traffic import arrival_times, clock_of, interarrival_gaps, load_integral
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "workloads"
@@ -260,3 +260,15 @@ def test_load_steps_are_checked():
         SimulationOptions(load=({"start_s": 5, "multiplier": 1.0},))
     with pytest.raises(ValueError, match="step starts must increase"):
         SimulationOptions(load=({"start_s": 0, "multiplier": 1.0}, {"start_s": 0, "multiplier": 2.0}))
+
+
+def test_sampling_noise_by_hand():
+    """Pool A (3/s of the class) ran two replicas with mean TTFT 1 s and 3 s: s = √2, standard error √2/√2 = 1 s;
+    pool B (1/s) two replicas at 2 s: no spread. Noise = 1.96 · (3/4 · 1 s) = 1.47 s = 1,470 ms."""
+    def tally(*values):
+        return SimpleNamespace(ttft_s={"c": [(0.0, v) for v in values]})
+    a = SimpleNamespace(traffic={"c": 3.0}, tallies=[tally(0.5, 1.5), tally(3.0)])
+    b = SimpleNamespace(traffic={"c": 1.0}, tallies=[tally(2.0), tally(2.0)])
+    assert sampling_noise_ms([a, b], "c", "ttft_s", None) == pytest.approx(1470.0)
+    assert sampling_noise_ms([b], "c", "ttft_s", None) == 0.0
+    assert sampling_noise_ms([SimpleNamespace(traffic={"c": 1.0}, tallies=[tally(1.0)])], "c", "ttft_s", None) is None

@@ -187,12 +187,14 @@ def show_simulation(sim: Simulation, png: Path | None) -> None:
     if o.load:
         show_timeline(sim)
     if sim.verdict == "meets":
-        console.print("verdict: meets (every class within its SLOs)", highlight=False, markup=False)
+        within = " (or over by less than the sampling noise)" if sim.misses else ""
+        console.print(f"verdict: meets (every class within its SLOs{within})", highlight=False, markup=False)
     for m in sim.misses:
         by = f"by {m.excess:,.1f} ms ({100 * m.relative:.0f}%)" if m.relative is not None else f"({m.excess:.0f} left)"
-        noise = (f"; within the sampling noise of ±{m.noise:,.1f} ms (run longer or with more --replicas)"
-                 if m.noise is not None and m.excess <= m.noise else "")
-        console.print(f"verdict: misses {m.class_name} {m.metric} at {m.statistic}: {m.simulated:,.1f} vs "
+        head = "at the SLO within noise:" if m.within_noise else "verdict: misses"
+        noise = (f"; the sampling noise is ±{m.noise:,.1f} ms (run longer or with more --replicas)"
+                 if m.noise is not None else "")
+        console.print(f"{head} {m.class_name} {m.metric} at {m.statistic}: {m.simulated:,.1f} vs "
                       f"{m.target:,.1f} {by}{noise}", highlight=False, markup=False)
     if png is not None:
         console.print(f"wrote {png}", highlight=False, markup=False)

@@ -158,7 +158,9 @@ class PoolSimulation(Out):
 
 class Miss(Out):
     """Where the simulated fleet misses: a class's metric at the SLO's statistic over its target, or its
-    backlog (measured requests still unfinished when the simulation had to stop)."""
+    backlog (measured requests still unfinished when the simulation had to stop). ``within_noise``: the excess is
+    no larger than the statistic's sampling noise (a plan that binds at an SLO sits there), so it does not make
+    the verdict ``misses``."""
 
     class_name: str = Field(alias="class")
     metric: Literal["ttft_ms", "tpot_ms", "unfinished"]
@@ -168,10 +170,12 @@ class Miss(Out):
     excess: float  # simulated − target
     relative: float | None  # excess / target (None for a count)
     noise: float | None = None  # the statistic's sampling noise (ms): an excess below it may be the sample's
+    within_noise: bool = False
 
 
 class Simulation(Out, Stamped):
-    """A plan replayed: the verdict, per class and per pool figures, and how it was run."""
+    """A plan replayed: the verdict (``misses`` when a miss exceeds its sampling noise or requests were left
+    unfinished, else ``meets``), every miss, per class and per pool figures, and how it was run."""
 
     verdict: Literal["meets", "misses"]
     misses: tuple[Miss, ...]

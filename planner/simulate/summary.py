@@ -176,7 +176,7 @@ def misses_of(results: list[ClassSimulation], unfinished: dict[str, int]) -> lis
             if value is not None and value > target:
                 out.append(Miss(class_name=c.name, metric=metric, statistic=c.statistic, simulated=value,
                                 target=target, excess=value - target, relative=(value - target) / target,
-                                noise=noise))
+                                noise=noise, within_noise=noise is not None and value - target <= noise))
         left = unfinished.get(c.name, 0)
         if left:
             out.append(Miss(class_name=c.name, metric="unfinished", statistic="count", simulated=float(left),
@@ -190,6 +190,7 @@ def summarize(plan: Plan, runs, options: SimulationOptions, requests: int, unfin
                if any(rc.name in r.traffic for r in runs)]
     misses = misses_of(classes, unfinished)
     percentile = {rc.name: rc.slo.percentile for rc in plan.workload.classes}
-    return Simulation(verdict="misses" if misses else "meets", misses=tuple(misses), classes=tuple(classes),
+    verdict = "misses" if any(not m.within_noise for m in misses) else "meets"
+    return Simulation(verdict=verdict, misses=tuple(misses), classes=tuple(classes),
                       pools=tuple(pool_summary(r, options.duration_s, percentile[r.pool.class_name]) for r in runs), requests=requests,
                       unfinished=sum(unfinished.values()), simulated_s=end_s, options=options)

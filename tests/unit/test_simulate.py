@@ -272,3 +272,18 @@ def test_sampling_noise_by_hand():
     assert sampling_noise_ms([a, b], "c", "ttft_s", None) == pytest.approx(1470.0)
     assert sampling_noise_ms([b], "c", "ttft_s", None) == 0.0
     assert sampling_noise_ms([SimpleNamespace(traffic={"c": 1.0}, tallies=[tally(1.0)])], "c", "ttft_s", None) is None
+
+
+def test_a_miss_within_its_sampling_noise_does_not_fail_the_verdict():
+    """Four replicas of the M/D/1 pool (mean TTFT ≈ 300 ms) against a 295 ms SLO: over by a few ms, less than the
+    spread across four 3,000 s replicas; against 250 ms, over by ≈ 50 ms, more than that spread."""
+    base = one_pool_plan("prefill", "pd_disagg", batch=1, served_rps=8.0, ttft_slo_ms=295.0)
+    four = base.model_copy(update={"pools": (base.pools[0].model_copy(update={"replicas": 4, "served_rps": 32.0}),)})
+    sim = simulate_plan(four, RoundNumbers(), SimulationOptions(duration_s=3000, seed=3))
+    (miss,) = sim.misses
+    assert miss.noise is not None and 0 < miss.excess <= miss.noise and miss.within_noise
+    assert sim.verdict == "meets"
+    tight = four.model_copy(update={"workload": four.workload.model_copy(update={"classes": (
+        four.workload.classes[0].model_copy(update={"slo": four.workload.classes[0].slo.model_copy(update={"ttft_ms": 250.0})}),)})})
+    again = simulate_plan(tight, RoundNumbers(), SimulationOptions(duration_s=3000, seed=3))
+    assert again.verdict == "misses" and not again.misses[0].within_noise

@@ -47,6 +47,7 @@ class Tally:
     queue_area: float = 0.0
     system_area: float = 0.0
     running_area: float = 0.0
+    entered: int = 0  # non-warm arrivals, all of them
     arrivals: int = 0  # non-warm arrivals in [0, horizon]
     departures: int = 0  # of those arrivals, the ones that have left
     sojourn_s: float = 0.0  # their summed time in the pool
@@ -108,6 +109,7 @@ class Replica:
         self.waiting.append(request)
         if not request.warm:
             self.in_system += 1
+            self.tally.entered += 1
             if request.arrival <= self.tally.horizon:
                 self.tally.arrivals += 1
         if request.measured:

@@ -100,7 +100,9 @@ class TimelinePoint(Out):
 
 class ClassSimulation(Out):
     """One class: simulated TTFT and TPOT against its SLO and the plan's prediction, at the SLO's statistic
-    (``statistic``: ``mean`` or ``pNN``), the share of requests within the SLO, and throughput."""
+    (``statistic``: ``mean`` or ``pNN``), the share of requests within the SLO, and throughput. Percentiles are
+    over requests: a request's TPOT is its mean time per output token after the first (a percentile TPOT SLO is
+    read as that many requests' TPOT within it)."""
 
     name: str
     statistic: str

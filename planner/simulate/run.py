@@ -57,11 +57,12 @@ def simulate_plan(plan: Plan, costs: CostModel, options: SimulationOptions = Sim
     classes = {rc.name: rc for rc in workload.classes}
     env = simpy.Environment()
     outstanding = Outstanding(env)
-    counter = [0]
     for i, run in enumerate(runs):
-        _start_pool(env, i, run, classes, ctx, options, outstanding, counter)
+        _start_pool(env, i, run, classes, ctx, options, outstanding)
     _run(env, options.duration_s, outstanding, should_stop or (lambda: False))
-    return summarize(plan, runs, options, requests=counter[0], unfinished=outstanding.by_class, end_s=float(env.now))
+    # a request is counted where it enters the fleet: at its prefill or aggregated pool
+    requests = sum(t.entered for r in runs if r.pool.role != "decode" for t in r.tallies)
+    return summarize(plan, runs, options, requests=requests, unfinished=outstanding.by_class, end_s=float(env.now))
 
 
 def _run(env: simpy.Environment, horizon: float, outstanding: Outstanding, should_stop: Callable[[], bool]) -> None:
@@ -82,7 +83,7 @@ def _run(env: simpy.Environment, horizon: float, outstanding: Outstanding, shoul
 
 
 def _start_pool(env, index: int, run: PoolRun, classes: dict[str, RequestClass], ctx: Pricing,
-                options: SimulationOptions, outstanding: Outstanding, counter: list[int]) -> None:
+                options: SimulationOptions, outstanding: Outstanding) -> None:
     """Create the pool's sampled replicas, warm the batched ones to steady state, start their arrival streams."""
     pool = run.pool
     missing = [c for c in run.traffic if c not in classes]
@@ -101,10 +102,9 @@ def _start_pool(env, index: int, run: PoolRun, classes: dict[str, RequestClass],
             replica = BatchReplica(env, tally, outstanding, service, rng)
             _warm(replica, service, pool, lead, run.traffic, rng, options.load[0].multiplier if options.load else 1.0)
         env.process(replica.run())
-        first_stage = counter if pool.role != "decode" else [0]  # a request is counted where it enters the fleet
         for k, (name, rps) in enumerate(run.traffic.items()):
             stream = np.random.default_rng([options.seed, index, j, k + 1])
-            env.process(_arrivals(env, replica, classes[name], rps / pool.replicas, stream, options, first_stage))
+            env.process(_arrivals(env, replica, classes[name], rps / pool.replicas, stream, options))
 
 
 def _warm(replica: BatchReplica, service: StepService, pool: Pool, rc: RequestClass, traffic: dict[str, float],
@@ -117,12 +117,11 @@ def _warm(replica: BatchReplica, service: StepService, pool: Pool, rc: RequestCl
     replica.warm_start(sequences, service.rounds_for(rng, rc.output_tokens - 1))
 
 
-def _arrivals(env, replica, rc: RequestClass, rate_rps: float, rng, options: SimulationOptions, counter: list[int]):
+def _arrivals(env, replica, rc: RequestClass, rate_rps: float, rng, options: SimulationOptions):
     """One class's arrivals at one replica, from t = 0 until the simulation stops."""
     start, end = options.window_start_s, options.duration_s
     prefill = int(round(prompt_tokens(rc)[0]))
     for t in arrival_times(rng, rate_rps, options.arrivals, options.cv, options.load_arrays):
         yield env.timeout(t - env.now)
-        counter[0] += 1
         replica.arrive(Request(cls=rc.name, arrival=t, measured=start <= t <= end, output_tokens=rc.output_tokens,
                                prefill_tokens=prefill))

@@ -107,11 +107,10 @@ class Replica:
     def arrive(self, request: Request) -> None:
         self.advance()
         self.waiting.append(request)
-        if not request.warm:
-            self.in_system += 1
-            self.tally.entered += 1
-            if request.arrival <= self.tally.horizon:
-                self.tally.arrivals += 1
+        self.in_system += 1
+        self.tally.entered += 1
+        if request.arrival <= self.tally.horizon:
+            self.tally.arrivals += 1
         if request.measured:
             self.outstanding.add(request.cls)
         if self._wake is not None and not self._wake.triggered:

@@ -18,7 +18,7 @@ from planner.perf.model import CostModel
 from planner.schema import Plan, Pool, RequestClass
 from planner.simulate.engine import BatchReplica, Outstanding, PrefillReplica, Request, Tally
 from planner.simulate.outcome import Simulation, SimulationOptions
-from planner.simulate.service import Pricing, PrefillService, SimulationError, StepService, service_for
+from planner.simulate.service import PrefillService, ServiceContext, SimulationError, StepService, service_for
 from planner.simulate.summary import summarize
 from planner.simulate.traffic import arrival_times, served_by_class
 from planner.strategies.base import prompt_tokens
@@ -51,7 +51,7 @@ def simulate_plan(plan: Plan, costs: CostModel, options: SimulationOptions = Sim
     if not runs:
         raise SimulationError(f"pools: the plan (status {plan.status}) has no pool that serves traffic")
     workload = plan.workload
-    ctx = Pricing(workload, costs.profile(workload.model, workload.dtype, workload.kv_dtype),
+    ctx = ServiceContext(workload, costs.profile(workload.model, workload.dtype, workload.kv_dtype),
                   costs.profile(workload.spec_decode.draft_model, workload.dtype, workload.kv_dtype)
                   if workload.spec_decode else None, costs, options.chunk_tokens)
     classes = {rc.name: rc for rc in workload.classes}
@@ -82,7 +82,7 @@ def _run(env: simpy.Environment, horizon: float, outstanding: Outstanding, shoul
             raise SimulationStopped(f"stopped while draining, at {env.now:g} s")
 
 
-def _start_pool(env, index: int, run: PoolRun, classes: dict[str, RequestClass], ctx: Pricing,
+def _start_pool(env, index: int, run: PoolRun, classes: dict[str, RequestClass], ctx: ServiceContext,
                 options: SimulationOptions, outstanding: Outstanding) -> None:
     """Create the pool's sampled replicas, warm the batched ones to steady state, start their arrival streams."""
     pool = run.pool

@@ -84,7 +84,7 @@ class StepService:
 
 
 @dataclass(frozen=True)
-class Pricing:
+class ServiceContext:
     """What service times are priced with: the plan's workload, its model (and draft) profiles, the cost model
     and the aggregated pools' chunk budget."""
 
@@ -95,7 +95,7 @@ class Pricing:
     chunk_tokens: int
 
 
-def service_for(pool: Pool, rc: RequestClass, ctx: Pricing) -> PrefillService | StepService:
+def service_for(pool: Pool, rc: RequestClass, ctx: ServiceContext) -> PrefillService | StepService:
     """The service model of ``pool`` serving ``rc`` (see the module docstring)."""
     costs, model = ctx.costs, ctx.model
     s = costs.silicon(pool.device, ctx.workload.dtype)
@@ -123,7 +123,7 @@ def service_for(pool: Pool, rc: RequestClass, ctx: Pricing) -> PrefillService | 
     raise SimulationError(f"pools: {pool.class_name}/{pool.strategy}/{pool.role}: no simulator for this pool")
 
 
-def _spec_service(pool: Pool, rc: RequestClass, ctx: Pricing, running: np.ndarray) -> StepService:
+def _spec_service(pool: Pool, rc: RequestClass, ctx: ServiceContext, running: np.ndarray) -> StepService:
     """A verify+draft pool's round over the running batch, priced as spec_decode.py prices it."""
     spec, costs, model, draft = ctx.workload.spec_decode, ctx.costs, ctx.model, ctx.draft
     k = pool.draft_tokens or (spec.draft_tokens if spec else None)

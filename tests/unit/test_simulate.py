@@ -41,16 +41,25 @@ class RoundNumbers:
     def decode(self, model, hw, devices, batch, context_tokens, prefill_tokens=0.0, ep=1):
         return SimpleNamespace(total_s=0.01 + 1e-5 * (np.asarray(batch, dtype=float) + prefill_tokens))
 
+    def af_decode(self, model, attention, attention_devices, experts, expert_devices, batch, context_tokens,
+                  link_bytes_s, link_latency_s):
+        return SimpleNamespace(total_s=0.02 + 1e-5 * np.asarray(batch, dtype=float))
+
+    def spec_round_s(self, draft_step_s, draft_tokens, verify_step_s, round_trip_s=0.0):
+        return draft_tokens * draft_step_s + verify_step_s + round_trip_s
+
 
 def one_pool_plan(role: str, strategy: str, batch: int, served_rps: float, ttft_slo_ms: float = 1000.0,
-                  tpot_ms: float | None = None, output_tokens: int = 10) -> Plan:
-    """A plan of one single-replica pool serving class ``c`` (input 1000 tokens, no prefix reuse)."""
+                  tpot_ms: float | None = None, output_tokens: int = 10, **pool_fields) -> Plan:
+    """A plan of one single-replica pool serving class ``c`` (input 1000 tokens, no prefix reuse); speculative
+    pools draft with α = 0.5."""
     rc = {"name": "c", "rate_rps": served_rps, "input_tokens": 1000, "output_tokens": output_tokens,
           "slo": {"ttft_ms": ttft_slo_ms, "tpot_ms": 50.0}}
     pool = {"role": role, "class": "c", "strategy": strategy, "device": "d", "tp": 1, "batch": batch, "replicas": 1,
             "devices": 1, "devices_by_type": {"d": 1}, "power_kw": 1.0, "cost_usd_per_hour": 1.0, "capex_usd": 1.0,
             "utilization": 0.5, "utilization_cap": 0.95, "capacity_rps": 2 * served_rps, "served_rps": served_rps,
-            "ttft_ms": None if role == "decode" else 100.0, "tpot_ms": tpot_ms, "limited_by": "slo.ttft_ms"}
+            "ttft_ms": None if role == "decode" else 100.0, "tpot_ms": tpot_ms, "limited_by": "slo.ttft_ms",
+            **pool_fields}
     totals = {"devices": 1, "devices_by_type": {"d": 1}, "power_kw": 1.0, "it_power_kw": 1.0,
               "cost_usd_per_hour": 1.0, "capex_usd": 1.0}
     return Plan.model_validate({
@@ -60,7 +69,8 @@ def one_pool_plan(role: str, strategy: str, batch: int, served_rps: float, ttft_
                      "strategy_shares": {strategy: 1.0}, "ttft_ms": 100.0, "tpot_ms": tpot_ms,
                      "output_tokens_per_s_per_user": None}],
         "binding_constraints": [], "baseline": None, "gain": None, "graph": {},
-        "workload": {"model": "m", "classes": [rc], "strategies": [strategy], "constraints": {"power_budget_kw": 10}},
+        "workload": {"model": "m", "classes": [rc], "strategies": [strategy], "constraints": {"power_budget_kw": 10},
+                     "spec_decode": {"draft_model": "d", "acceptance_rate": 0.5}},
     })
 
 
@@ -287,3 +297,28 @@ def test_a_miss_within_its_sampling_noise_does_not_fail_the_verdict():
         four.workload.classes[0].model_copy(update={"slo": four.workload.classes[0].slo.model_copy(update={"ttft_ms": 250.0})}),)})})
     again = simulate_plan(tight, RoundNumbers(), SimulationOptions(duration_s=3000, seed=3))
     assert again.verdict == "misses" and not again.misses[0].within_noise
+
+
+def test_a_speculative_pool_at_light_load_runs_rounds_of_random_yield():
+    """k = 2 drafts, α = 0.5, batch 1: a round is 2 · 10.01 ms of draft + 10.03 ms of verify (b = 1 with its 2 drafted
+    tokens) = 30.05 ms and yields T = 1, 2, 3 tokens with chances ½, ¼, ¼ (mean 1.75, E[T²] = 3.75). 1,000 tokens
+    after the first take (1000 + E[T(T−1)]/(2·E[T]))/1.75 = (1000 + 0.571)/1.75 = 571.75 rounds (Wald, with the
+    mean overshoot): 17.18 s, TPOT 17.18 ms. The slot is an M/D/1 server at ρ = 0.001 · 17.18 = 0.0172: a mean wait
+    of 0.0172 · 17.18/(2 · 0.983) = 0.150 s, 0.15 ms a token, so TPOT ≈ 17.33 ms (four replicas, ≈ 90 requests; the
+    1.7 % that wait, up to 17 ms a token more, make the mean's standard error ≈ 0.15 ms: hence 3 %). The median
+    request waits for nothing: 571.75 · 30.05/1000 ≈ 17.18 ms."""
+    plan = one_pool_plan("decode", "spec_decode", batch=1, served_rps=0.004, tpot_ms=17.2, output_tokens=1001,
+                         draft_tokens=2, replicas=4)  # 0.001/s a replica
+    sim = simulate_plan(plan, RoundNumbers(), SimulationOptions(duration_s=25_000, seed=1, max_replicas=4))
+    tpot = sim.classes[0].tpot
+    assert tpot.mean_ms == pytest.approx(17.33, rel=0.03)
+    assert tpot.p50_ms == pytest.approx(17.18, rel=0.005)
+    assert tpot.p99_ms - tpot.p50_ms > 0.2  # the yield varies request to request
+
+
+def test_an_af_pool_steps_at_its_ping_pong_step():
+    """The stand-in AF step is 0.02 + 1e-5·b s: one sequence at a time, every token 20.01 ms."""
+    plan = one_pool_plan("decode", "af_disagg", batch=1, served_rps=0.02, tpot_ms=20.01, partner_device="e",
+                         partner_tp=2, partner_role="ffn")
+    sim = simulate_plan(plan, RoundNumbers(), SimulationOptions(duration_s=20000, seed=1, max_replicas=1))
+    assert sim.classes[0].tpot.p50_ms == pytest.approx(20.01, abs=1e-9)

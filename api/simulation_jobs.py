@@ -58,9 +58,12 @@ class SimulationJobs:
                 stop.set()
 
     def shutdown(self) -> None:
+        """Stop, wait for the running jobs, and mark this process's unfinished ones (never another's) failed."""
+        with self._guard:
+            mine = list(self._stops)
         self.stop()
         self._pool.shutdown(wait=True, cancel_futures=True)
-        for sim_id in self.store.with_state(("queued", "running")):
+        for sim_id in mine:
             self.store.transition(sim_id, "failed", ("queued", "running"), error=STOPPED)
 
     def submit(self, plan_id: str, options: SimulationOptions) -> str:

@@ -84,3 +84,20 @@ def test_bad_requests_name_what_was_wrong(client):
     assert_problem(client.post(url, json={"arrivals": "uniform"}), 422, fields=["arrivals"])
     assert_problem(client.post(url, content=b"duration_s: 60", headers={"Content-Type": "text/plain"}), 415)
     assert_problem(client.get(f"/v1/plans/{plan_id}/simulations/nope"), 404)
+
+
+def test_a_server_stop_fails_the_running_simulation(make_settings):
+    with serve_app(make_settings()) as (http, app):
+        reached = threading.Event()
+
+        def hold(_sim_id: str, stop: threading.Event) -> None:
+            reached.set()
+            stop.wait(60)  # bounded; the stop sets it
+
+        jobs = app.state.services.simulations
+        jobs.at_start = hold
+        plan_id, _ = a_plan(http)
+        sim_id = http.post(f"/v1/plans/{plan_id}/simulate", json={}).json()["id"]
+        assert reached.wait(60)
+    row = jobs.store.get(sim_id)  # the server has stopped: its lifespan shut the jobs down
+    assert row.state == "failed" and "server stopped" in row.error and row.result_json is None

@@ -18,6 +18,7 @@ from starlette.concurrency import run_in_threadpool
 from api.errors import UNAUTHORIZED, UNAVAILABLE, UNSUPPORTED_MEDIA, VALIDATION, FieldError, ProblemError, clipped, summary
 from api.logs import secret_params
 from api.plan_jobs import PlanJobs
+from api.simulation_jobs import SimulationJobs
 from api.runner import PlanRunner
 from api.settings import Settings, get_settings
 from api.store import PlanStore
@@ -39,6 +40,7 @@ class Services:
     catalog_error: str | None = None
     studies: StudyJobs | None = None
     plan_jobs: PlanJobs | None = None
+    simulations: SimulationJobs | None = None
     stopping: bool = False
     solving: set[CancelToken] = field(default_factory=set)  # tokens of the plans being solved (event loop only)
 
@@ -62,6 +64,8 @@ class Services:
             self.studies.stop()
         if self.plan_jobs is not None:
             self.plan_jobs.stop()
+        if self.simulations is not None:
+            self.simulations.stop()
 
 
 def first_line(exc: BaseException) -> str:
@@ -107,6 +111,14 @@ async def get_plan_jobs(svc: Annotated[Services, Depends(services)],
     if svc.plan_jobs is None:
         raise ProblemError(503, "the plan job runner is not available", type=UNAVAILABLE)
     return svc.plan_jobs
+
+
+async def get_simulation_jobs(svc: Annotated[Services, Depends(services)],
+                              _store: Annotated[PlanStore, Depends(get_store)]) -> SimulationJobs:
+    """The simulation job manager (its table is there: the store's schema was ensured first)."""
+    if svc.simulations is None:
+        raise ProblemError(503, "the simulation runner is not available", type=UNAVAILABLE)
+    return svc.simulations
 
 
 async def get_runner(svc: Annotated[Services, Depends(services)]) -> PlanRunner:

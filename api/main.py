@@ -23,10 +23,11 @@ from api.deps import Services, first_line, require_api_key, single_query_values
 from api.lifecycle import on_stop_signals
 from api.middleware import BodySizeLimit
 from api.plan_jobs import PlanJobs
+from api.simulation_jobs import SimulationJobs
 from api.routes import OPEN_ROUTERS, TAGS, V1_ROUTERS
 from api.runner import PlanRunner
 from api.settings import Settings, get_settings
-from api.store import PlanJobStore, PlanStore, StudyStore, database_label
+from api.store import PlanJobStore, PlanStore, SimulationStore, StudyStore, database_label
 from api.study_jobs import StudyJobs
 from api.yaml_body import YamlBodies
 from planner import __version__
@@ -119,6 +120,13 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
             log.warning("plan jobs left unfinished by the previous run: %d marked failed", failed)
     except Exception as exc:
         log.error("unfinished plan jobs not checked: %s", first_line(exc))
+    svc.simulations = SimulationJobs(SimulationStore(store.engine), store, svc.catalog, settings.simulation_workers,
+                                     settings.simulation_queue_limit)
+    try:
+        if store.ready and (failed := await run_in_threadpool(svc.simulations.start)):
+            log.warning("simulations left unfinished by the previous run: %d marked failed", failed)
+    except Exception as exc:
+        log.error("unfinished simulations not checked: %s", first_line(exc))
     app.state.services = svc
     logs.install()  # here, after uvicorn configured its loggers
     log_start(settings)
@@ -130,6 +138,7 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         svc.stop()
         await asyncio.to_thread(svc.studies.shutdown)
         await asyncio.to_thread(svc.plan_jobs.shutdown)
+        await asyncio.to_thread(svc.simulations.shutdown)
         await asyncio.to_thread(runner.shutdown)
         store.dispose()
 

@@ -8,6 +8,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from planner.schema import Plan, PlanStatus
+from planner.simulate import Simulation, SimulationOptions
 
 
 class PlanRecord(BaseModel):
@@ -58,6 +59,25 @@ class PlanJobRecord(BaseModel):
     error: str | None = Field(None, description="why the job failed")
     href: str = Field(description="the job's URL (DELETE it to cancel)")
     plan: PlanRecord | None = Field(None, description="the plan (done), or the best plan found before a cancel")
+
+
+SimulationState = Literal["queued", "running", "done", "cancelled", "failed"]
+
+
+class SimulationRecord(BaseModel):
+    """A plan replayed in the background: where the job is (`state`), and once done the simulation."""
+
+    id: str = Field(description="simulation id (UUIDv7: sorts by creation time)",
+                    examples=["019ad8a4-5b1e-7c3a-9f12-3e4d5a6b7c8e"])
+    plan_id: str = Field(description="the plan it replays")
+    state: SimulationState = Field(description="queued, running, done, cancelled (by DELETE) or failed (see `error`)")
+    created_at: dt.datetime
+    updated_at: dt.datetime
+    options: SimulationOptions
+    error: str | None = Field(None, description="why the job failed")
+    href: str = Field(description="the job's URL (DELETE it to cancel)")
+    simulation: Simulation | None = Field(None, description="the simulation, once done: per class latencies against "
+                                                            "the SLOs and the plan, per pool figures, the verdict")
 
 
 class PlanSummary(BaseModel):

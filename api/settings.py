@@ -42,6 +42,13 @@ class Settings(BaseSettings):
     study_resume: bool = Field(False, description="at start-up, resume studies a previous process left unfinished "
                                                   "(false: mark them interrupted)")
 
+    simulation_workers: int = Field(1, ge=1, le=16, description="simulations run at once")
+    simulation_queue_limit: int = Field(16, ge=1, le=10_000, description="simulations running or waiting; more "
+                                                                         "answer 503")
+    simulation_max_duration_s: float = Field(3600.0, gt=0, description="longest simulated window one POST "
+                                                                       ".../simulate may ask for (s)")
+    simulation_max_replicas: int = Field(64, ge=1, description="most replicas per pool one simulation may run")
+
     max_body_bytes: int = Field(1_000_000, ge=1_024, description="largest request body (bytes); more answer 413")
     body_timeout_s: float = Field(30.0, gt=0, le=3600, description="seconds a request body may take to arrive; "
                                                                   "slower answer 408 and the connection is closed")

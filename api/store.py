@@ -354,3 +354,56 @@ class PlanJobStore:
         with Session(self.engine) as session:
             return list(session.scalars(select(PlanJobRow.id).where(PlanJobRow.state.in_(states))
                                         .order_by(PlanJobRow.seq)).all())
+
+
+# ----------------------------------------------------------------------------------------- simulations
+class SimulationRow(Base):
+    """One ``POST /v1/plans/{id}/simulate``: the plan it replays, its options, where the job is, and once done the
+    simulation (the exact JSON text answered). ``state``: queued, running, done, cancelled or failed."""
+
+    __tablename__ = "simulations"
+
+    seq: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    id: Mapped[str] = mapped_column(String(36), unique=True, nullable=False)
+    plan_id: Mapped[str] = mapped_column(String(36), index=True, nullable=False)
+    created_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), nullable=False)
+    updated_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), nullable=False)
+    state: Mapped[str] = mapped_column(String(16), index=True, nullable=False)
+    options_json: Mapped[str] = mapped_column(Text, nullable=False)
+    result_json: Mapped[str | None] = mapped_column(Text, nullable=True)
+    error: Mapped[str | None] = mapped_column(Text, nullable=True)
+
+
+class SimulationStore:
+    """Simulation jobs by id; every state change is a conditional UPDATE (``from_``), as for plan jobs."""
+
+    def __init__(self, engine: Engine):
+        self.engine = engine
+        self._sessions = sessionmaker(engine, expire_on_commit=False)
+
+    def add(self, sim_id: str, plan_id: str, options_json: str) -> SimulationRow:
+        now = utc_now()
+        row = SimulationRow(id=sim_id, plan_id=plan_id, created_at=now, updated_at=now, state="queued",
+                            options_json=options_json, result_json=None, error=None)
+        with self._sessions.begin() as session:
+            session.add(row)
+        return self.get(sim_id) or row
+
+    def get(self, sim_id: str) -> SimulationRow | None:
+        with Session(self.engine, expire_on_commit=False) as session:
+            return session.scalars(select(SimulationRow).where(SimulationRow.id == sim_id)).one_or_none()
+
+    def transition(self, sim_id: str, state: str, from_: tuple[str, ...], error: str | None = None,
+                   result_json: str | None = None) -> bool:
+        """Set ``state`` (and ``error``, ``result_json``) when the job is in one of ``from_``; True when it was."""
+        with self._sessions.begin() as session:
+            result = session.execute(update(SimulationRow)
+                                     .where(SimulationRow.id == sim_id, SimulationRow.state.in_(from_))
+                                     .values(state=state, error=error, result_json=result_json, updated_at=utc_now()))
+        return result.rowcount == 1
+
+    def with_state(self, states: tuple[str, ...]) -> list[str]:
+        """Ids of the jobs in one of ``states``, oldest first."""
+        with Session(self.engine) as session:
+            return list(session.scalars(select(SimulationRow.id).where(SimulationRow.state.in_(states))
+                                        .order_by(SimulationRow.seq)).all())

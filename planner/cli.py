@@ -436,6 +436,7 @@ import planner.commands.export  # noqa: E402,F401
 import planner.commands.calibrate  # noqa: E402,F401
 import planner.commands.deploy  # noqa: E402,F401
 import planner.commands.claims  # noqa: E402,F401
+import planner.commands.simulate  # noqa: E402,F401
 
 
 def _plug_in_commands() -> None:

@@ -59,7 +59,7 @@ def add_tasks(graph, rc: RequestClass, model, draft, spec) -> None:
                        link="scale_out")
 
 
-def _link(a, na: int, f, nf: int, sharing: int = 1) -> tuple[float, float]:
+def activation_link(a, na: int, f, nf: int, sharing: int = 1) -> tuple[float, float]:
     """Bandwidth and latency of one attention replica's activation link: the slower of its own NICs and its
     ``1/sharing`` share of the expert replica's."""
     return min(na * a.nic_bytes_s, nf * f.nic_bytes_s / sharing), max(a.nic_latency_s, f.nic_latency_s)
@@ -82,7 +82,7 @@ def price(unit: str, ctx: Pricing, rc: RequestClass) -> list[Candidate]:
             for f in ctx.silicon:
                 for nf, r in product(f.device_counts(experts.weights_bytes, options.max_tp)[:EXPERT_COUNTS],
                                      options.partner_shares):
-                    step = costs.af_decode(model, a, na, f, nf, b, c, *_link(a, na, f, nf, r), sharing=r).total_s.reshape(-1)
+                    step = costs.af_decode(model, a, na, f, nf, b, c, *activation_link(a, na, f, nf, r), sharing=r).total_s.reshape(-1)
                     choice = decode_choice(rc, step, fits_a, b, na * a.nic_bytes_s / kv_in if kv_in else np.inf)
                     if choice is None:
                         continue
@@ -107,7 +107,7 @@ def recheck(pool: Pool, rc: RequestClass, check: Checking) -> Recheck:
     a, na = costs.silicon(pool.device, check.workload.dtype), pool.tp
     f, nf = costs.silicon(pool.partner_device, check.workload.dtype), pool.partner_tp
     b, r = pool.batch, partner_share(pool)
-    step = float(costs.af_decode(model, a, na, f, nf, b, mean_context(rc), *_link(a, na, f, nf, r),
+    step = float(costs.af_decode(model, a, na, f, nf, b, mean_context(rc), *activation_link(a, na, f, nf, r),
                                  sharing=r).total_s.reshape(-1)[0])
     kv = b * float(model.kv_bytes(paged_kv_tokens(rc.input_tokens, rc.output_tokens))) * float(costs.kv_share(model, a, na).reshape(-1)[0])
     fits = (attn.weights_bytes / na <= a.usable_weights_bytes and kv <= a.kv_room_bytes(attn.weights_bytes / na)

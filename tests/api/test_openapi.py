@@ -54,6 +54,9 @@ OPERATIONS = {
     ("get", "/v1/plans/{plan_id}/export"): "export_plan",
     ("get", "/v1/plans/{plan_id}/deploy"): "deploy_plan",
     ("get", "/v1/studies/{study_id}/export"): "export_study",
+    ("post", "/v1/plans/{plan_id}/simulate"): "simulate_plan",
+    ("get", "/v1/plans/{plan_id}/simulations/{sim_id}"): "get_simulation",
+    ("delete", "/v1/plans/{plan_id}/simulations/{sim_id}"): "cancel_simulation",
 }
 
 

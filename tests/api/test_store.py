@@ -31,7 +31,7 @@ def test_migrations_create_exactly_the_models_schema(db_url):
     migrate(engine)  # idempotent
     with engine.connect() as connection:
         assert compare_metadata(MigrationContext.configure(connection), Base.metadata) == []
-        assert connection.execute(text("SELECT version_num FROM alembic_version")).scalar() == "0003"
+        assert connection.execute(text("SELECT version_num FROM alembic_version")).scalar() == "0004"
     assert {ix["name"] for ix in inspect(engine).get_indexes("plans")} == {"ix_plans_created_at"}
     engine.dispose()
 

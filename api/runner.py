@@ -48,6 +48,8 @@ class PlanJob:
     catalog_dir: str | None = None
     #: re-solve with each estimated input moved by ± this (planner.sensitivity); None: no analysis
     sensitivity_delta: float | None = None
+    #: also the best plans with other device mixes (planner.optimize.alternatives)
+    alternatives: int = 0
 
     def stamped(self, plan: Plan) -> Plan:
         """``plan`` saying the options as requested: ``time_limit_s`` is the request's cap, not one solve's share."""
@@ -57,7 +59,8 @@ class PlanJob:
         """The planner's options for this job, each MILP solve getting ``share`` of its time limit."""
         sensitivity = SensitivityOptions(delta=self.sensitivity_delta) if self.sensitivity_delta is not None else None
         return PlanOptions(solver=self.solver, engine=self.engine, time_limit_s=share * self.time_limit_s,
-                           relative_gap=self.relative_gap, baseline=self.baseline, sensitivity=sensitivity)
+                           relative_gap=self.relative_gap, baseline=self.baseline, sensitivity=sensitivity,
+                           alternatives=self.alternatives)
 
 
 def run_plan(job: PlanJob, token: CancelToken | None = None) -> str:

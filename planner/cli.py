@@ -27,7 +27,7 @@ from planner.perf.model import UnsupportedDtype
 from planner.files import InputFileError, read_document, write_json
 from planner.messages import describe_errors, excerpt, one_line
 from planner.plan import gain_lines, partner_text, shortfall_warning
-from planner.schema import MAX_TIME_LIMIT_S, EstimateRequest, WeightsDtype, Workload
+from planner.schema import MAX_ALTERNATIVES, MAX_TIME_LIMIT_S, EstimateRequest, WeightsDtype, Workload
 from planner.units import BYTES_PER_GB, BYTES_PER_S_PER_GB_S, BYTES_PER_S_PER_TB_S, PARAMS_PER_BILLION, WATTS_PER_KW
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Heterogeneous placement optimizer for LLM inference.",
@@ -264,7 +264,7 @@ def plan_command(
     gap: float = typer.Option(1e-4, help="relative optimality gap at which a solve stops (0.0001 = 0.01 %)"),
     devices: str | None = typer.Option(None, help="comma-separated device ids to allow"),
     baseline: bool = typer.Option(True, help="also solve the best homogeneous fleet"),
-    alternatives: int = typer.Option(0, min=0, max=10, help="also the N best plans with other device mixes"),
+    alternatives: int = typer.Option(0, min=0, max=MAX_ALTERNATIVES, help="also the N best plans with other device mixes"),
     sensitivity: bool = typer.Option(False, "--sensitivity",
                                      help="re-solve with each estimated input moved by ±delta: which flip the mix"),
     sensitivity_delta: float = typer.Option(0.2, help="with --sensitivity: the relative move (0.2 = ±20 %)"),

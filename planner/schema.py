@@ -26,6 +26,7 @@ MAX_INVENTORY = 1_000_000  # devices of one type
 MAX_CLASSES = 200
 MAX_DEVICES = 100  # ids in constraints.devices and in constraints.inventory
 MAX_TIME_LIMIT_S = 3600.0  # per MILP solve
+MAX_ALTERNATIVES = 10  # runner-up plans one request may ask for (each a full first-stage solve)
 Positive = Annotated[float, Field(gt=0)]
 NonNegative = Annotated[float, Field(ge=0)]
 Fraction = Annotated[float, Field(gt=0, le=1)]

@@ -25,7 +25,7 @@ from api.store import NewPlan, PlanJobRow, PlanRow, PlanStore, as_utc, record_js
 from planner.catalog import Catalog, UnknownId
 from planner.optimize import PlanOptions
 from planner.perf.model import UnsupportedDtype
-from planner.schema import PlanStatus, Workload
+from planner.schema import MAX_ALTERNATIVES, PlanStatus, Workload
 from planner.sensitivity import SensitivityOptions
 from planner.solvers.base import SolverFailed
 from planner.solvers.cancel import CancelToken, SolveCancelled
@@ -89,6 +89,9 @@ async def create_plan(
                     "(`plan.sensitivity`; up to 48 more solves, within the same time_limit_s)")] = False,
     sensitivity_delta: Annotated[float, Query(
         gt=0, lt=1, description="with sensitivity: the relative move of each input (0.2 = ±20 %)")] = SensitivityOptions.delta,
+    alternatives: Annotated[int, Query(
+        ge=0, le=MAX_ALTERNATIVES, description="also solve the N best plans whose device-type mix differs from every "
+                                               "plan found before (`plan.alternatives`, each with its shortfall)")] = 0,
     run_async: Annotated[bool, Query(alias="async", description="solve in the background: 202 and a job to follow "
                                                                 "(as `Prefer: respond-async`)")] = False,
     prefer: Annotated[str | None, Header(max_length=200, description="`respond-async`: solve in the background "
@@ -107,7 +110,7 @@ async def create_plan(
     check_input(workload, catalog, solver, engine, limit, settings)
     job = PlanJob(workload=workload, solver=solver, engine=engine, time_limit_s=limit, relative_gap=relative_gap,
                   baseline=settings.plan_baseline if baseline is None else baseline,
-                  sensitivity_delta=sensitivity_delta if sensitivity else None,
+                  sensitivity_delta=sensitivity_delta if sensitivity else None, alternatives=alternatives,
                   catalog_dir=str(settings.catalog_dir) if settings.catalog_dir else None)
     if run_async or wants_async(prefer):
         return await submit(jobs, job)
@@ -145,6 +148,7 @@ def wants_async(prefer: str | None) -> bool:
 def request_json_of(job: PlanJob) -> str:
     return json.dumps({"solver": job.solver, "engine": job.engine, "time_limit_s": job.time_limit_s,
                        "relative_gap": job.relative_gap, "sensitivity_delta": job.sensitivity_delta,
+                       "alternatives": job.alternatives,
                        "baseline": job.baseline, "workload": job.workload.model_dump(mode="json")}, separators=(",", ":"))
 
 

@@ -28,6 +28,7 @@ from planner.plan import infeasible_plan
 from planner.provenance import stamp
 from planner.schema import Diagnosis, Plan, SolverInfo, SolveSettings, Workload
 from planner.sensitivity import SensitivityOptions
+from planner.simulate import SimulationOptions
 from planner.solvers.cancel import CancelToken, SolveCancelled, cancellable
 
 #: share of a request's time_limit_s each MILP solve may take (the tie-break stage takes 30% of that, the
@@ -50,6 +51,8 @@ class PlanJob:
     sensitivity_delta: float | None = None
     #: also the best plans with other device mixes (planner.optimize.alternatives)
     alternatives: int = 0
+    #: also replay the plan request by request (planner.simulate, default settings)
+    simulate: bool = False
 
     def stamped(self, plan: Plan) -> Plan:
         """``plan`` saying the options as requested: ``time_limit_s`` is the request's cap, not one solve's share."""
@@ -60,7 +63,7 @@ class PlanJob:
         sensitivity = SensitivityOptions(delta=self.sensitivity_delta) if self.sensitivity_delta is not None else None
         return PlanOptions(solver=self.solver, engine=self.engine, time_limit_s=share * self.time_limit_s,
                            relative_gap=self.relative_gap, baseline=self.baseline, sensitivity=sensitivity,
-                           alternatives=self.alternatives)
+                           alternatives=self.alternatives, simulate=SimulationOptions() if self.simulate else None)
 
 
 def run_plan(job: PlanJob, token: CancelToken | None = None) -> str:

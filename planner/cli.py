@@ -26,7 +26,7 @@ from planner.estimate import DoesNotFit, InvalidParallelism, estimate
 from planner.perf.model import UnsupportedDtype
 from planner.files import InputFileError, read_document, write_json
 from planner.messages import describe_errors, excerpt, one_line
-from planner.plan import gain_lines, partner_text, shortfall_warning
+from planner.plan import gain_lines, partner_text, replay_line, shortfall_warning
 from planner.schema import MAX_ALTERNATIVES, MAX_TIME_LIMIT_S, EstimateRequest, WeightsDtype, Workload
 from planner.units import BYTES_PER_GB, BYTES_PER_S_PER_GB_S, BYTES_PER_S_PER_TB_S, PARAMS_PER_BILLION, WATTS_PER_KW
 
@@ -268,12 +268,15 @@ def plan_command(
     sensitivity: bool = typer.Option(False, "--sensitivity",
                                      help="re-solve with each estimated input moved by ±delta: which flip the mix"),
     sensitivity_delta: float = typer.Option(0.2, help="with --sensitivity: the relative move (0.2 = ±20 %)"),
+    simulate: bool = typer.Option(False, "--simulate", help="also replay the plan request by request (10 simulated "
+                                                            "minutes; siliconmix simulate for every figure)"),
     as_json: bool = typer.Option(False, "--json", help="print the plan as JSON"),
     output: Path | None = typer.Option(None, "-o", "--output", help="also write the plan JSON here"),
 ) -> None:
     """Plan the fleet: which silicon runs which task, how many, configured how."""
     from planner.optimize import PlanOptions, plan_workload
     from planner.sensitivity import SensitivityOptions
+    from planner.simulate import SimulationOptions
     from planner.solvers.base import SolverFailed
 
     catalog = catalog_or_fail()
@@ -288,7 +291,8 @@ def plan_command(
         workload = load_workload(workload_file, overrides)
         options = PlanOptions(solver=solver.value, engine=engine.value if engine else None, time_limit_s=time_limit_s, relative_gap=gap,
                               baseline=baseline, alternatives=alternatives,
-                              sensitivity=SensitivityOptions(delta=sensitivity_delta) if sensitivity else None)
+                              sensitivity=SensitivityOptions(delta=sensitivity_delta) if sensitivity else None,
+                              simulate=SimulationOptions() if simulate else None)
         plan = plan_workload(workload, catalog, options)
     except ValidationError as exc:
         fail(f"{workload_file}: {validation_line(exc)}")
@@ -359,6 +363,8 @@ def show_plan(plan) -> None:
     console.print(f"binding: {', '.join(plan.binding_constraints) or 'none'}", highlight=False, markup=False)
     if plan.sensitivity is not None:
         show_sensitivity(plan.sensitivity)
+    if plan.simulation is not None:
+        console.print(replay_line(plan.simulation), highlight=False, markup=False)
     if plan.verification is not None:
         verdict = "[green]all constraints hold[/]" if plan.verification.ok else f"[red]{escape('; '.join(plan.verification.messages))}[/]"
         console.print(f"verification (recomputed without the solver): {verdict}", highlight=False)

@@ -45,10 +45,13 @@ from planner.schema import (
     Gains,
     Interactivity,
     Plan,
+    SimulatedMiss,
+    SimulationCheck,
     SolveSettings,
     Workload,
 )
 from planner.sensitivity import SensitivityOptions, analyse
+from planner.simulate import SimulationOptions, simulate_plan
 from planner.solvers.base import SolveOptions, SolveResult, Termination, check_outcome, get_backend
 from planner.units import WATTS_PER_KW
 from planner.verify import verify_plan
@@ -75,21 +78,25 @@ class PlanOptions:
     alternatives: int = 0
     #: also re-solve with each estimated input moved by ±delta (planner.sensitivity); None: no analysis
     sensitivity: SensitivityOptions | None = None
+    #: also replay the plan request by request (planner.simulate); None: no replay
+    simulate: SimulationOptions | None = None
     candidates: CandidateOptions = field(default_factory=CandidateOptions)
 
     @classmethod
     def of(cls, settings: Mapping[str, Any]) -> PlanOptions:
         """The options a request, a study or a job states (``solver``, ``engine``, ``time_limit_s``,
-        ``relative_gap``, ``baseline``; a missing one keeps its default): one reading for every caller."""
+        ``relative_gap``, ``baseline``, ``simulate: true`` for a replay at the default settings; a missing one
+        keeps its default): one reading for every caller."""
         known = ("solver", "engine", "time_limit_s", "relative_gap", "baseline")
-        return cls(**{k: settings[k] for k in known if k in settings})
+        replay = {"simulate": SimulationOptions()} if settings.get("simulate") else {}
+        return cls(**{k: settings[k] for k in known if k in settings}, **replay)
 
     def solve_options(self) -> SolveOptions:
         return SolveOptions(time_limit_s=self.time_limit_s, relative_gap=self.relative_gap, engine=self.engine)
 
     def for_resolve(self) -> PlanOptions:
-        """The options of a sensitivity re-solve: the plan alone (no baseline, alternatives or analysis)."""
-        return replace(self, baseline=False, alternatives=0, sensitivity=None)
+        """The options of a sensitivity re-solve: the plan alone (no baseline, alternatives, analysis or replay)."""
+        return replace(self, baseline=False, alternatives=0, sensitivity=None, simulate=None)
 
     def for_baseline(self) -> PlanOptions:
         return replace(self, relative_gap=max(self.relative_gap, self.baseline_gap),
@@ -211,16 +218,31 @@ def check_ids(workload: Workload, catalog: Catalog) -> None:
 def plan_workload(workload: Workload, catalog: Catalog, options: PlanOptions = PlanOptions()) -> Plan:
     """The best fleet for ``workload`` under its constraints, verified, with its homogeneous baseline,
     stamped with how it was made (version, catalog fingerprint, time, solve options); with
-    ``options.sensitivity``, also its best alternative and which estimated inputs could change it."""
+    ``options.sensitivity``, also its best alternative and which estimated inputs could change it; with
+    ``options.simulate``, also its replay."""
     if options.sensitivity is None:
-        return _stamped(_plan(workload, catalog, options), catalog, options)
+        return replayed(_stamped(_plan(workload, catalog, options), catalog, options), catalog, options)
     options = replace(options, alternatives=max(options.alternatives, 1))  # whose devices are probed too
     plan = _stamped(_plan(workload, catalog, options), catalog, options)
     if plan.status == "infeasible":
         return plan
     alone = workload.model_copy(update={"baseline_device": None})
     section = analyse(plan, catalog, options.sensitivity, lambda moved: _plan(alone, moved, options.for_resolve()))
-    return plan.model_copy(update={"sensitivity": section})
+    return replayed(plan.model_copy(update={"sensitivity": section}), catalog, options)
+
+
+def replayed(plan: Plan, catalog: Catalog, options: PlanOptions) -> Plan:
+    """``plan`` with its replay (``options.simulate``; none for a plan without pools)."""
+    if options.simulate is None or not plan.pools:
+        return plan
+    sim = simulate_plan(plan, RooflineModel(catalog), options.simulate)
+    check = SimulationCheck(
+        verdict=sim.verdict, requests=sim.requests, duration_s=sim.options.duration_s, seed=sim.options.seed,
+        misses=tuple(SimulatedMiss(class_name=m.class_name, metric=m.metric, statistic=m.statistic, simulated=m.simulated,
+                                   target=m.target, relative=m.relative) for m in sim.misses if not m.within_noise),
+        simulated_ttft_ms={c.name: c.simulated_ttft_ms for c in sim.classes},
+        simulated_tpot_ms={c.name: c.simulated_tpot_ms for c in sim.classes})
+    return plan.model_copy(update={"simulation": check})
 
 
 def _stamped(plan: Plan, catalog: Catalog, options: PlanOptions) -> Plan:

@@ -109,6 +109,14 @@ def partner_text(pool: Pool) -> str:
     return f"{pool.partner_role} {pool.partner_device} x{pool.partner_tp}, {partners} per {pool.replicas} replicas"
 
 
+def replay_line(check) -> str:
+    """A plan's replay in one line: the verdict, and each miss by how much."""
+    head = f"replay ({check.duration_s:,.0f} s simulated, seed {check.seed}, {check.requests:,} requests): {check.verdict}"
+    misses = [f"{m.class_name} {m.metric.removesuffix('_ms').upper()} {m.statistic} {m.simulated:,.1f} vs {m.target:,.1f}"
+              + (f" (+{m.relative:.0%})" if m.relative is not None else "") for m in check.misses]
+    return head + (": " + "; ".join(misses) if misses else "")
+
+
 def shortfall_warning(plan: Plan) -> str | None:
     """One line for a plan that serves only part of its demand (None when it serves all of it, or none)."""
     if plan.meets_demand or plan.status == "infeasible":

@@ -625,6 +625,30 @@ class Interactivity(Out):
     probes: tuple[tuple[float, bool], ...]
 
 
+class SimulatedMiss(Out):
+    """A class metric the replay finds over its SLO (at the SLO's statistic), beyond its sampling noise."""
+
+    class_name: str = Field(alias="class")
+    metric: str
+    statistic: str
+    simulated: float
+    target: float
+    relative: float | None
+
+
+class SimulationCheck(Out):
+    """A plan replayed after solving (``simulate`` in the options; ``siliconmix simulate`` gives every figure):
+    the verdict, what misses, and per class the simulated TTFT and TPOT at the SLO's statistic (ms)."""
+
+    verdict: Literal["meets", "misses"]
+    misses: tuple[SimulatedMiss, ...]
+    simulated_ttft_ms: dict[str, float | None]
+    simulated_tpot_ms: dict[str, float | None]
+    requests: int
+    duration_s: float
+    seed: int
+
+
 class SloShortfall(Out):
     """A class no allowed device serves within its SLO, with the best any device reaches."""
 
@@ -767,6 +791,8 @@ class Plan(Out, Stamped):
     interactivity: Interactivity | None = None
     #: which estimated inputs could flip the device mix or move the objective (``sensitivity`` in the options)
     sensitivity: Sensitivity | None = None
+    #: the plan replayed request by request (``simulate`` in the options)
+    simulation: SimulationCheck | None = None
     workload: Workload
     options: SolveSettings | None = None
 

@@ -31,6 +31,7 @@ RESULT_COLUMNS = (
     "status", "reason", "goodput_scale", "served_rps", "output_tokens_per_s", "output_tokens_per_s_per_user",
     "ttft_ms", "tpot_ms", "power_kw", "cost_usd_per_hour", "capex_usd", "devices", "devices_by_type",
     "tokens_per_s_per_mw", "usd_per_million_tokens", "gain", "baseline_device", "solve_time_s",
+    "simulated_verdict", "simulated_worst_miss",
 )
 #: which way is better, for the columns a frontier or a comparison may use
 SENSES: dict[str, Sense] = {
@@ -117,6 +118,9 @@ class StudyOptions(Frozen):
     time_limit_s: Annotated[float, Field(gt=0)] = 30.0
     relative_gap: Annotated[float, Field(ge=0, lt=1)] = 1e-4
     baseline: bool = False
+    #: replay each scenario's plan request by request (planner.simulate, 10 simulated minutes): the rows then say
+    #: ``simulated_verdict`` and ``simulated_worst_miss`` (the largest relative excess over an SLO, 0 when it meets)
+    simulate: bool = False
 
 
 class StudySpec(Frozen):
@@ -394,15 +398,25 @@ def result_row(plan: Plan, solve_time_s: float) -> dict:
         "gain": plan.gain if plan.gain is not None else math.nan,
         "baseline_device": (plan.baseline.device or "") if plan.baseline else "",
         "solve_time_s": solve_time_s,
+        **replay_columns(plan),
     }
     return row
+
+
+def replay_columns(plan: Plan) -> dict:
+    """A simulated plan's verdict and its largest relative miss (0 when it meets); '' and NaN without a replay."""
+    check = plan.simulation
+    if check is None:
+        return {"simulated_verdict": "", "simulated_worst_miss": math.nan}
+    worst = max((m.relative for m in check.misses if m.relative is not None), default=0.0)
+    return {"simulated_verdict": check.verdict, "simulated_worst_miss": worst}
 
 
 def error_row(reason: str, solve_time_s: float = 0.0) -> dict:
     """A scenario that failed to solve: its reason, and no numbers."""
     row = {c: math.nan for c in RESULT_COLUMNS}
     return {**row, "status": "error", "reason": reason, "devices": 0, "devices_by_type": "{}", "baseline_device": "",
-            "solve_time_s": solve_time_s}
+            "solve_time_s": solve_time_s, "simulated_verdict": ""}
 
 
 def _weighted(plan: Plan, field: str) -> float:

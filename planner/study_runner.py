@@ -350,7 +350,8 @@ def results_frame(rows: list[dict]) -> pd.DataFrame:
         kinds = {type(v) for v in frame[column]}
         if len(kinds) > 1 and not kinds <= {int, float}:
             frame[column] = frame[column].map(str)
-    for column in ("status", "reason", "devices_by_type", "baseline_device"):
+    frame = frame.reindex(columns=[*frame.columns, *[c for c in RESULT_COLUMNS if c not in frame.columns]])  # older rows
+    for column in ("status", "reason", "devices_by_type", "baseline_device", "simulated_verdict"):
         frame[column] = frame[column].fillna("").astype(str)
     return frame[["scenario", "hash", *[c for c in frame.columns if c.startswith("axis.")], *RESULT_COLUMNS]]
 

@@ -92,6 +92,9 @@ async def create_plan(
     alternatives: Annotated[int, Query(
         ge=0, le=MAX_ALTERNATIVES, description="also solve the N best plans whose device-type mix differs from every "
                                                "plan found before (`plan.alternatives`, each with its shortfall)")] = 0,
+    simulate: Annotated[bool, Query(
+        description="also replay the plan request by request, 10 simulated minutes (`plan.simulation`: the verdict "
+                    "and what misses; POST /v1/plans/{id}/simulate for every figure)")] = False,
     run_async: Annotated[bool, Query(alias="async", description="solve in the background: 202 and a job to follow "
                                                                 "(as `Prefer: respond-async`)")] = False,
     prefer: Annotated[str | None, Header(max_length=200, description="`respond-async`: solve in the background "
@@ -111,6 +114,7 @@ async def create_plan(
     job = PlanJob(workload=workload, solver=solver, engine=engine, time_limit_s=limit, relative_gap=relative_gap,
                   baseline=settings.plan_baseline if baseline is None else baseline,
                   sensitivity_delta=sensitivity_delta if sensitivity else None, alternatives=alternatives,
+                  simulate=simulate,
                   catalog_dir=str(settings.catalog_dir) if settings.catalog_dir else None)
     if run_async or wants_async(prefer):
         return await submit(jobs, job)
@@ -148,7 +152,7 @@ def wants_async(prefer: str | None) -> bool:
 def request_json_of(job: PlanJob) -> str:
     return json.dumps({"solver": job.solver, "engine": job.engine, "time_limit_s": job.time_limit_s,
                        "relative_gap": job.relative_gap, "sensitivity_delta": job.sensitivity_delta,
-                       "alternatives": job.alternatives,
+                       "alternatives": job.alternatives, "simulate": job.simulate,
                        "baseline": job.baseline, "workload": job.workload.model_dump(mode="json")}, separators=(",", ":"))
 
 

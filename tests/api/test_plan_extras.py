@@ -1,4 +1,5 @@
-"""``POST /v1/plans?alternatives=N``: the runner-up plans over REST, as the CLI's ``--alternatives``."""
+"""``POST /v1/plans?alternatives=N`` and ``?simulate=true``: the runner-up plans and the replay over REST, as the
+CLI's ``--alternatives`` and ``--simulate``."""
 
 from __future__ import annotations
 
@@ -26,3 +27,12 @@ def test_a_bad_count_is_a_422_naming_it(client, count):
     response = client.post("/v1/plans", json=SMALL, params={"alternatives": count})
     assert_problem(response, 422)
     assert "alternatives" in response.text
+
+
+def test_the_replay_comes_back_with_the_plan_and_is_stored_as_asked(client):
+    response = client.post("/v1/plans", json=SMALL, params={"simulate": True, "time_limit_s": 60})
+    assert response.status_code == 201, response.text
+    check = response.json()["plan"]["simulation"]
+    assert check["verdict"] in ("meets", "misses") and check["requests"] > 0 and check["duration_s"] == 600
+    assert set(check["simulated_tpot_ms"]) == {"chat"}
+    assert client.post("/v1/plans", json=SMALL, params={"time_limit_s": 60}).json()["plan"]["simulation"] is None

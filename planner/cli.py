@@ -338,11 +338,12 @@ def show_plan(plan) -> None:
                       str(p.devices), f"{p.utilization:.2f}", _ms(p.ttft_ms), _ms(p.tpot_ms), f"{p.power_kw:,.1f}")
     console.print(pools)
     classes = Table(title="Classes")
-    for col in ("class", "rate rps", "served rps", "strategies", "TTFT ms", "TPOT ms", "tok/s/user"):
+    for col in ("class", "rate rps", "served rps", "strategies", "TTFT ms", "TTFT range", "TPOT ms", "TPOT range", "tok/s/user"):
         classes.add_column(col, justify="left" if col in ("class", "strategies") else "right")
     for c in plan.classes:
         shares = ", ".join(f"{s} {v:.0%}" for s, v in c.strategy_shares.items())
-        classes.add_row(c.name, f"{c.rate_rps:g}", f"{c.rate_rps_served:,.2f}", shares, _ms(c.ttft_ms), _ms(c.tpot_ms),
+        classes.add_row(c.name, f"{c.rate_rps:g}", f"{c.rate_rps_served:,.2f}", shares, _ms(c.ttft_ms), _range(c.ttft_ms_range),
+                        _ms(c.tpot_ms), _range(c.tpot_ms_range),
                         f"{c.output_tokens_per_s_per_user:,.1f}" if c.output_tokens_per_s_per_user else "-")
     console.print(classes)
     t = plan.totals
@@ -400,6 +401,11 @@ def _effect(side, asked: float) -> str:
     status = f" ({side.status})" if side.status != "optimal" else ""
     change = side.objective_change_pct if abs(side.objective_change_pct) >= 5e-3 else 0.0  # no "-0.00%"
     return f"{change:+.2f}%{mix}{clamped}{status}"
+
+
+def _range(span: tuple[float, float] | None) -> str:
+    """A predicted figure's calibration range, ``low-high`` ms."""
+    return "-" if span is None else f"{_ms(span[0])}-{_ms(span[1])}"
 
 
 def _ms(value: float | None) -> str:

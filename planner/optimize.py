@@ -22,6 +22,7 @@ from planner.milp.rounding import relaxed, rounded_solution
 from planner.perf.model import RooflineModel
 from planner.progress import Progress, report
 from planner.plan import (
+    banded,
     binding_constraints,
     classes_of,
     confidence_of,
@@ -382,7 +383,10 @@ def _decode(workload: Workload, solved: Solved, graph_json: dict, info, baseline
             catalog: Catalog) -> Plan:
     counts = replica_counts(solved.model, solved.result)
     split = traffic_split(solved.model, solved.result)
+    costs = RooflineModel(catalog)
     pools = pools_of(workload, solved.candidates, counts, split)
+    confidence = confidence_of(workload, pools, costs)
+    pools = banded(pools, confidence, costs)
     totals = totals_of(pools, workload.constraints.pue)
     scale = solved.scale
     return Plan(
@@ -390,7 +394,7 @@ def _decode(workload: Workload, solved: Solved, graph_json: dict, info, baseline
         solver=info, pools=tuple(pools), totals=totals, classes=tuple(classes_of(workload, pools, split, scale)),
         binding_constraints=tuple(binding_constraints(workload, solved.candidates, pools, totals)),
         baseline=baseline, gain=_gain(workload, scale, totals, baseline), graph=graph_json, workload=workload,
-        confidence=tuple(confidence_of(workload, pools, RooflineModel(catalog))),
+        confidence=tuple(confidence),
     )
 
 

@@ -22,6 +22,7 @@ from planner.schema import (
     Workload,
 )
 from planner.solvers.base import SolveResult, Termination, check_outcome
+from planner.perf.model import EXTRAPOLATION_WIDENING
 from planner.queueing import wait_s
 from planner.units import WATTS_PER_KW, s_to_ms
 
@@ -89,6 +90,21 @@ def pools_of(workload: Workload, candidates: list[Candidate], counts: np.ndarray
             limited_by=c.limited_by,
         ))
     return pools
+
+
+def banded(pools: list[Pool], confidence: list[DeviceConfidence], costs) -> list[Pool]:
+    """``pools`` with the ranges their TTFT and TPOT could take: each figure times its device family's band
+    (``CostModel.band``), widened by ``EXTRAPOLATION_WIDENING`` where the device's confidence is extrapolated."""
+    widen = {c.device: EXTRAPOLATION_WIDENING if c.level == "extrapolated" else 1.0 for c in confidence}
+
+    def span(value: float | None, device: str, metric: str) -> tuple[float, float] | None:
+        if value is None:
+            return None
+        band = costs.band(device, metric).widened(widen.get(device, 1.0))
+        return value * band.low, value * band.high
+
+    return [p.model_copy(update={"ttft_ms_range": span(p.ttft_ms, p.device, "ttft"),
+                                 "tpot_ms_range": span(p.tpot_ms, p.device, "tpot")}) for p in pools]
 
 
 def _ttft_at(c: Candidate, utilization: float, percentile: float | None) -> float | None:
@@ -234,8 +250,17 @@ def classes_of(workload: Workload, pools: list[Pool], split: dict, scale: float)
         out.append(ClassResult(
             name=rc.name, rate_rps=rc.rate_rps, rate_rps_served=rc.rate_rps * scale, strategy_shares=shares,
             ttft_ms=ttft, tpot_ms=tpot, output_tokens_per_s_per_user=(1000.0 / tpot) if tpot else None,
+            ttft_ms_range=_weighted_range([(p.ttft_ms_range, p.served_rps) for p in mine]),
+            tpot_ms_range=_weighted_range([(p.tpot_ms_range, p.served_rps) for p in mine]),
         ))
     return out
+
+
+def _weighted_range(pairs: list[tuple[tuple[float, float] | None, float]]) -> tuple[float, float] | None:
+    """Served-weighted low and high of the ranges given (None without one)."""
+    pairs = [(r, w) for r, w in pairs if r is not None]
+    low, high = _weighted([(r[0], w) for r, w in pairs]), _weighted([(r[1], w) for r, w in pairs])
+    return None if low is None else (low, high)
 
 
 def _weighted(pairs: list[tuple[float, float]]) -> float | None:

@@ -521,6 +521,10 @@ class Pool(Out):
     partner_replicas: int | None = None  # partner replicas (draft servers, expert pools) serving the replicas
     draft_tokens: int | None = None  # a speculative pool's draft length k
     limited_by: str
+    #: where measured TTFT / TPOT would fall (ms, low–high): the figure times its device family's calibration band
+    #: (~80 % of leave-one-out residuals; wider when extrapolated, 0.5–2x uncalibrated)
+    ttft_ms_range: tuple[float, float] | None = None
+    tpot_ms_range: tuple[float, float] | None = None
 
 
 class Totals(Out):
@@ -540,6 +544,9 @@ class ClassResult(Out):
     ttft_ms: float | None
     tpot_ms: float | None
     output_tokens_per_s_per_user: float | None
+    #: the served-weighted ranges of its pools' (``Pool.ttft_ms_range``, ``tpot_ms_range``)
+    ttft_ms_range: tuple[float, float] | None = None
+    tpot_ms_range: tuple[float, float] | None = None
 
 
 class Baseline(Out):

@@ -1,16 +1,21 @@
 """Plans say what they cannot promise: ``meets_demand`` false (and a warning in the CLI and the workbook) when only
-part of the traffic is served; per device type, how far its numbers are calibrated and which inputs are estimates."""
+part of the traffic is served; per device type, how far its numbers are calibrated and which inputs are estimates;
+per pool and class, the range its TTFT and TPOT could take."""
 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import openpyxl
+import pytest
+import yaml
 from typer.testing import CliRunner
 
 from planner.cli import app
 from planner.export.workbook import write_plan_workbook
 from planner.optimize import PlanOptions, plan_workload
+from planner.perf.model import EXTRAPOLATION_WIDENING, RooflineModel
 from planner.schema import Plan, Workload
 
 SHORT = {  # 5,000 req/s of chat on a 60 kW budget: a fraction of it fits
@@ -55,3 +60,24 @@ def test_each_device_type_of_a_plan_says_how_far_its_numbers_are_calibrated(cata
     (only,) = h100.confidence
     assert only.device == "h100-sxm" and only.level in ("calibrated", "extrapolated")
     assert "tdp_w" not in only.estimated_inputs  # NVIDIA publishes the H100's TDP
+
+
+def test_predicted_figures_carry_their_calibration_band(catalog):
+    costs = RooflineModel(catalog)
+    workload = Workload.model_validate(yaml.safe_load(Path("examples/workloads/seed-prefill-decode.yaml").read_text()))
+    plan = plan_workload(workload, catalog, PlanOptions(baseline=False))
+    decode = next(p for p in plan.pools if p.role == "decode")
+    # CS-3's family is fitted on vendor claims only: the uncalibrated band, 0.5x to 2x the figure
+    assert decode.device == "cs-3" and decode.tpot_ms_range == pytest.approx((0.5 * decode.tpot_ms, 2.0 * decode.tpot_ms))
+    prefill = max((p for p in plan.pools if p.role == "prefill"), key=lambda p: p.replicas)
+    band = costs.band("trn2", "ttft")
+    level = next(c.level for c in plan.confidence if c.device == "trn2")
+    widen = EXTRAPOLATION_WIDENING if level == "extrapolated" else 1.0
+    low, high = band.low ** widen, band.high ** widen
+    assert low < 1 < high
+    assert prefill.ttft_ms_range == pytest.approx((low * prefill.ttft_ms, high * prefill.ttft_ms))
+    (fast,) = plan.classes  # one class: its range is its pools' served-weighted ranges
+    weights = [(p.served_rps, p.tpot_ms_range) for p in plan.pools if p.tpot_ms_range]
+    assert fast.tpot_ms_range == pytest.approx(tuple(sum(w * r[i] for w, r in weights) / sum(w for w, _ in weights)
+                                                    for i in (0, 1)))
+    assert fast.tpot_ms_range[0] <= fast.tpot_ms <= fast.tpot_ms_range[1]

@@ -7,7 +7,9 @@ MILP (milp/build.py) but the power row belongs to one class. Then, for a traffic
 
 (each F_k a small MILP over class k's candidates alone), and
 
-* ``min_power`` / ``min_cost`` at λ = 1 are the sums of the classes' own optima;
+* ``min_power`` / ``min_cost`` at λ = 1 are the sums of the classes' own optima when the classes' fleets together
+  fit the power budget (the sum of their bounds bounds the problem without the shared power row, so with it too);
+  when they do not, the full MILP answers;
 * ``max_goodput`` is ``λ* = max {λ : F(λ) ≤ budget}``. F is non-decreasing (more traffic never needs less power),
   so λ* is bracketed: ``lo`` by a fleet within the budget (the scale it actually serves, λ_fleet ≥ the probe), ``hi``
   by the LP relaxation and by every probe where the classes' proven lower bounds already exceed the budget. Bisection
@@ -15,8 +17,9 @@ MILP (milp/build.py) but the power row belongs to one class. Then, for a traffic
   by ``hi``. The fleet at ``lo`` is also the least power at λ* (second stage): no fleet serving λ_fleet uses less
   than ``F(probe)``, and this one uses exactly that.
 
-Each class's MILP is solved to ``CLASS_GAP``; its bound (not its incumbent) decides infeasibility, so an
-unproven class solve can only stop the search early (the answer says so), never make it claim too much.
+Each class's MILP is solved to a tenth of the requested gap (at most ``CLASS_GAP``); its bound (not its incumbent)
+decides infeasibility, so an unproven class solve can only stop the search, never make it claim too much. The
+search has ``SHARE`` of the time limit; when it stops short of the requested gap, the full MILP gets the rest.
 """
 
 from __future__ import annotations
@@ -35,10 +38,14 @@ from planner.schema import Workload
 from planner.solvers.base import SolveOptions, SolveResult, Termination, check_outcome, get_backend
 from planner.units import WATTS_PER_KW
 
-#: relative gap each class's MILP is solved to first (its proven bound is what the search relies on), and again
-#: to ``CLOSE_GAP`` when the classes' incumbents and bounds straddle the budget
+#: relative gap each class's MILP is solved to first, at most (its proven bound is what the search relies on), and
+#: again to ``CLOSE_GAP`` when the classes' incumbents and bounds straddle the budget
 CLASS_GAP = 1e-6
 CLOSE_GAP = 1e-9
+#: requested gaps below this are left to the full MILP (bisection cannot tell scales closer than engines can)
+MIN_GAP = 1e-6
+#: the share of the time limit the class-by-class search may take before the full MILP gets the rest
+SHARE = 0.6
 #: the longest one class's solve may take, as a share of the time limit (near λ* a probe can be hard to decide:
 #: then the search stops, and an unproven bracket hands over to the full MILP)
 CLASS_TIME_SHARE = 0.1
@@ -48,13 +55,13 @@ SOLVER_TOLERANCE = 1e-7
 MAX_STEPS = 60
 
 
-def decomposable(workload: Workload, exclude_mixes: tuple = ()) -> bool:
-    """Whether only the power budget couples two or more classes (then ``solve`` is exact; one class is the
-    full MILP already)."""
+def decomposable(workload: Workload, relative_gap: float) -> bool:
+    """Whether only the power budget couples two or more classes (one class is the full MILP already) and the
+    requested gap is one the search can prove (``MIN_GAP``)."""
     cons = workload.constraints
     return (len(workload.classes) > 1 and workload.objective in ("max_goodput", "min_power", "min_cost")
             and not cons.inventory and not cons.owned and cons.cost_budget_usd_per_hour is None
-            and cons.max_device_types is None and not exclude_mixes)
+            and cons.max_device_types is None and relative_gap >= MIN_GAP)
 
 
 @dataclass(frozen=True)
@@ -85,10 +92,11 @@ def solve(workload: Workload, units: dict, candidates: list[Candidate], solver: 
     start = time.perf_counter()
     backend = get_backend(solver)
     by_class = _split(workload, units, candidates)
-    deadline = start + options.time_limit_s
+    deadline = start + SHARE * options.time_limit_s
+    class_gap = min(CLASS_GAP, options.relative_gap / 10)
     known: dict[str, list[tuple[float, float, ClassSolve]]] = defaultdict(list)  # (scale, served, solve) per class
 
-    def at(scale: float, gap: float = CLASS_GAP) -> dict[str, ClassSolve] | None:
+    def at(scale: float, gap: float = class_gap) -> dict[str, ClassSolve] | None:
         """Every class at ``scale``. A class whose fleet at a smaller scale already serves this one needs no new
         solve: F_k is non-decreasing, so that fleet is still the least (its bound still holds)."""
         out = {}
@@ -111,11 +119,20 @@ def solve(workload: Workload, units: dict, candidates: list[Candidate], solver: 
 
     if workload.objective != "max_goodput":
         solved = at(1.0)
-        if solved is None or any(s.counts is None for s in solved.values()):
-            return None  # unproven, or a class no fleet within the budget serves: the full MILP answers
+        if (solved is None or any(s.counts is None for s in solved.values())
+                or _power_kw(workload, by_class, solved) > workload.constraints.power_budget_kw * (1 + 1e-9)):
+            return None  # unproven, a class no fleet serves, or fleets that only fit apart: the full MILP answers
         model = build_model(workload, units, candidates, BuildOptions(objective=workload.objective))
         return Decomposed((model,), (_result(model, workload, by_class, solved, 1.0, None, start),), 1)
-    return _max_goodput(workload, units, candidates, by_class, at, backend, options, start)
+    return _max_goodput(workload, units, candidates, by_class, at, backend,
+                        replace(options, time_limit_s=max(deadline - time.perf_counter(), 1e-3)), start)
+
+
+def _power_kw(workload: Workload, by_class: dict, solved: dict[str, ClassSolve]) -> float:
+    """Facility power of the classes' fleets together (kW)."""
+    pue = workload.constraints.pue
+    return sum(pue * n * c.power_w for name, (_, cands) in by_class.items()
+               for c, n in zip(cands, solved[name].counts)) / WATTS_PER_KW
 
 
 def _max_goodput(workload, units, candidates, by_class, at, backend, options: SolveOptions, start: float) -> Decomposed | None:

@@ -4,7 +4,9 @@ still serves every class's whole rate.
 Every class's TPOT SLO is scaled by one factor ``f ≤ 1``. A fleet that meets the SLOs at ``f`` meets them at any
 looser ``f' > f`` (each candidate stays feasible with at least its capacity), so feasibility is monotone in f:
 the search walks f down a geometric grid (``GRID_STEP`` per step) until no fleet serves the rates, then bisects
-between the last feasible and the first infeasible factor ``REFINE_STEPS`` times. The same search over each
+between the last feasible and the first infeasible factor ``REFINE_STEPS`` times. (Each probe is a MILP within the
+time limit; one that finds no fleet in time counts as infeasible, so the factor is the tightest the probes proved
+feasible.) The same search over each
 single device type gives the best homogeneous fleet's factor; the ratio of the two is the interactivity gain at
 the same throughput (the talk's "10x the interactivity at the same throughput").
 """

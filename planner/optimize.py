@@ -52,8 +52,9 @@ from planner.schema import (
     Workload,
 )
 from planner.sensitivity import SensitivityOptions, analyse
-from planner.simulate import SimulationOptions, simulate_plan
+from planner.simulate import SimulationOptions, SimulationStopped, simulate_plan
 from planner.solvers.base import SolveOptions, SolveResult, Termination, check_outcome, get_backend
+from planner.solvers.cancel import SolveCancelled, current_token
 from planner.units import WATTS_PER_KW
 from planner.verify import verify_plan
 
@@ -153,7 +154,7 @@ def solve_candidates(workload: Workload, units: dict, candidates: list[Candidate
     """Solve the MILP; for max_goodput, a second stage keeps λ* and minimises power (fixed_footprint: the money
     paid for additions); ``first_stage`` is called with the first stage's outcome before the second starts.
     When only the power budget couples the classes, class by class (decompose.py: exact, both stages at once)."""
-    if decompose.decomposable(workload):
+    if decompose.decomposable(workload, options.relative_gap):
         start = time.perf_counter()
         split = decompose.solve(workload, units, candidates, options.solver, options.solve_options())
         if split is not None:
@@ -161,6 +162,7 @@ def solve_candidates(workload: Workload, units: dict, candidates: list[Candidate
             if first_stage is not None and len(stages) > 1 and stages[0].result.has_solution:
                 first_stage(stages[0])
             return replace(stages[-1], stages=split.results, time_s=time.perf_counter() - start)
+        options = replace(options, time_limit_s=max(options.time_limit_s - (time.perf_counter() - start), 1e-3))
     solved = solve_first_stage(workload, units, candidates, options)
     if workload.objective in GOODPUT_OBJECTIVES and solved.result.has_solution and solved.scale > MIN_SCALE:
         if first_stage is not None:
@@ -236,7 +238,12 @@ def replayed(plan: Plan, catalog: Catalog, options: PlanOptions) -> Plan:
     """``plan`` with its replay (``options.simulate``; none for a plan without pools)."""
     if options.simulate is None or not plan.pools:
         return plan
-    sim = simulate_plan(plan, RooflineModel(catalog), options.simulate)
+    token = current_token()
+    try:
+        sim = simulate_plan(plan, RooflineModel(catalog), options.simulate,
+                            should_stop=(lambda: token.cancelled) if token is not None else None)
+    except SimulationStopped as exc:  # the request was cancelled, or its time cap passed
+        raise SolveCancelled("the replay was cancelled") from exc
     check = SimulationCheck(
         verdict=sim.verdict, requests=sim.requests, duration_s=sim.options.duration_s, seed=sim.options.seed,
         misses=tuple(SimulatedMiss(class_name=m.class_name, metric=m.metric, statistic=m.statistic, simulated=m.simulated,
@@ -324,7 +331,8 @@ def most_interactive(workload: Workload, catalog: Catalog, options: PlanOptions)
     """max_interactivity (interactivity.py): the least-power plan at the tightest TPOT factor a fleet within the
     budgets serves the rates at, with the best single device type's factor beside it."""
     costs = RooflineModel(catalog)
-    probe_options = options.for_baseline()
+    # a probe asks for any fleet, not the best one: a loose gap, the plan's own time limit
+    probe_options = replace(options, relative_gap=max(options.relative_gap, options.baseline_gap))
     cache: dict[float, Priced] = {}
 
     def priced(f: float) -> Priced:
@@ -332,12 +340,16 @@ def most_interactive(workload: Workload, catalog: Catalog, options: PlanOptions)
             cache[f] = price_workload(interactivity.tightened(workload, f), catalog, options, costs)
         return cache[f]
 
+    answers: dict[tuple[float, str | None], bool] = {}
+
     def feasible(f: float, device: str | None = None) -> bool:
-        tight, p = interactivity.tightened(workload, f), priced(f)
-        candidates = p.candidates if device is None else homogeneous_subsets(p.priced).get(device, [])
-        if not candidates or unserved_classes(tight, candidates, p.units):
-            return False
-        return solve_first_stage(tight, p.units, candidates, probe_options).result.has_solution
+        """Whether a fleet (of ``device`` alone) serves the rates at TPOT factor ``f`` (each probe solved once)."""
+        if (f, device) not in answers:
+            tight, p = interactivity.tightened(workload, f), priced(f)
+            candidates = p.candidates if device is None else homogeneous_subsets(p.priced).get(device, [])
+            answers[(f, device)] = bool(candidates) and not unserved_classes(tight, candidates, p.units) and \
+                solve_first_stage(tight, p.units, candidates, probe_options).result.has_solution
+        return answers[(f, device)]
 
     def refined(device: str, lowest: float) -> float | None:
         """``device``'s tightest factor, walking the grid down to one step below ``lowest`` and bisecting."""
@@ -360,7 +372,7 @@ def most_interactive(workload: Workload, catalog: Catalog, options: PlanOptions)
     plan = _plan(interactivity.tightened(workload, factor or 1.0), catalog, replace(options, baseline=False, alternatives=0))
     tight = plan.workload
     section = Interactivity(
-        tpot_factor=factor if factor is not None else 1.0,
+        tpot_factor=factor,
         tpot_ms={rc.name: rc.slo.tpot_ms for rc in tight.classes},
         output_tokens_per_s_per_user={rc.name: 1000.0 / rc.slo.tpot_ms for rc in tight.classes},
         best_homogeneous=best_device, best_homogeneous_factor=best_factor,

@@ -7,6 +7,7 @@ from collections import defaultdict
 import numpy as np
 
 from planner.candidates import Candidate
+from planner.strategies.base import partner_count
 from planner.milp.model import IlpModel
 from planner.schema import (
     GOODPUT_OBJECTIVES,
@@ -121,8 +122,7 @@ def partner_text(pool: Pool) -> str:
     """A pool's partner in words: ``ffn mi355x x4, 1 per 8 replicas`` ('' without one)."""
     if not pool.partner_device:
         return ""
-    partners = pool.replicas if pool.partner_replicas is None else pool.partner_replicas
-    return f"{pool.partner_role} {pool.partner_device} x{pool.partner_tp}, {partners} per {pool.replicas} replicas"
+    return f"{pool.partner_role} {pool.partner_device} x{pool.partner_tp}, {partner_count(pool)} per {pool.replicas} replicas"
 
 
 def replay_line(check) -> str:
@@ -192,6 +192,8 @@ def interactivity_lines(plan: Plan) -> list[str]:
     i = plan.interactivity
     if i is None:
         return []
+    if i.tpot_factor is None:
+        return ["no fleet within the budgets serves the full rate even at the stated TPOT SLOs"]
     per_class = ", ".join(f"{k} {ms:.3g} ms ({i.output_tokens_per_s_per_user[k]:,.0f} tok/s/user)" for k, ms in i.tpot_ms.items())
     lines = [f"tightest TPOT at the full rate: {i.tpot_factor:.3f}x the SLO: {per_class}"]
     for name, device, factor in (("best single device", i.best_homogeneous, i.best_homogeneous_factor),
@@ -287,9 +289,12 @@ def binding_constraints(workload: Workload, candidates: list[Candidate], pools: 
         smallest = min((c.devices_by_type[device] for c in candidates if device in c.devices_by_type), default=None)
         if smallest is not None and limit - totals.devices_by_type.get(device, 0) < smallest:
             binding.append(f"inventory:{device}")
-    if cons.cost_budget_usd_per_hour is not None:
-        smallest_cost = min((c.cost_usd_per_hour for c in candidates), default=0.0)
-        if cons.cost_budget_usd_per_hour - totals.cost_usd_per_hour < smallest_cost - 1e-9:
+    if cons.cost_budget_usd_per_hour is not None:  # the budget counts what is paid: owned devices are free
+        prices = {d: price for c in candidates for d, price in c.price_by_type.items()}
+        paid = totals.cost_usd_per_hour - sum(min(totals.devices_by_type.get(d, 0), k) * prices.get(d, 0.0)
+                                              for d, k in cons.owned.items())
+        smallest_cost = min((c.paid_usd_per_hour(cons.owned) for c in candidates), default=0.0)
+        if cons.cost_budget_usd_per_hour - paid < smallest_cost - 1e-9:
             binding.append("cost")
     for p in pools:
         if p.limited_by.startswith("slo"):

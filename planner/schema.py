@@ -522,7 +522,9 @@ class Pool(Out):
     draft_tokens: int | None = None  # a speculative pool's draft length k
     limited_by: str
     #: where measured TTFT / TPOT would fall (ms, low–high): the figure times its device family's calibration band
-    #: (~80 % of leave-one-out residuals; wider when extrapolated, 0.5–2x uncalibrated)
+    #: (~80 % of leave-one-out residuals; wider when extrapolated, 0.5–2x uncalibrated). The band is the pool's own
+    #: device's, and it scales a TTFT's queueing wait as it scales its service (a slower service also raises the
+    #: utilisation the wait sees, so the high end of a loaded prefill pool is if anything understated)
     ttft_ms_range: tuple[float, float] | None = None
     tpot_ms_range: tuple[float, float] | None = None
 
@@ -621,7 +623,7 @@ class Interactivity(Out):
     that many times the output tokens/s per user); ``probes``: every factor tried and whether a fleet met it.
     """
 
-    tpot_factor: float
+    tpot_factor: float | None  # None: no fleet within the budgets serves the rates even at the stated SLOs
     tpot_ms: dict[str, float]
     output_tokens_per_s_per_user: dict[str, float]
     best_homogeneous: str | None

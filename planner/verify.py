@@ -18,7 +18,7 @@ from planner.perf.model import RooflineModel
 from planner.queueing import UTILIZATION_CAP
 from planner.schema import Plan, Pool, Verification
 from planner.strategies import strategy
-from planner.strategies.base import REL_TOL, CandidateOptions, Checking
+from planner.strategies.base import REL_TOL, CandidateOptions, Checking, partner_count
 from planner.units import WATTS_PER_KW
 
 
@@ -121,8 +121,7 @@ def pool_devices(pool: Pool) -> dict[str, int]:
     when the plan gives no partner count)."""
     out = {pool.device: pool.tp * pool.replicas}
     if pool.partner_device is not None and pool.partner_tp is not None:
-        partners = pool.replicas if pool.partner_replicas is None else pool.partner_replicas
-        out[pool.partner_device] = out.get(pool.partner_device, 0) + pool.partner_tp * partners
+        out[pool.partner_device] = out.get(pool.partner_device, 0) + pool.partner_tp * partner_count(pool)
     return out
 
 

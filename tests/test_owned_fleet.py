@@ -109,3 +109,26 @@ def test_a_cost_budget_counts_only_what_is_paid(catalog, seed):
     check = verify_plan(plan.model_copy(update={"workload": workload.model_copy(update={"constraints": charged})}),
                         catalog)
     assert not check.checks["cost"]
+
+
+def test_pruning_compares_what_is_paid_with_owned_devices():
+    from planner.candidates import prune_dominated
+
+    # B uses the one owned x (free) and a y ($1/h): it pays $1/h at 1,000 W; A uses two y: $2/h at 900 W. At catalog
+    # prices A looks cheaper ($2 vs $11) and would prune B; counted as paid, B is the cheaper one and stays
+    def decode(devices: dict, power_w: float) -> Candidate:
+        prices = {"x": 10.0, "y": 1.0}
+        return Candidate(class_name="chat", strategy="pd_disagg", role="decode", device=next(iter(devices)), tp=1,
+                         batch=1, devices_by_type=devices, power_w=power_w,
+                         cost_usd_per_hour=sum(n * prices[d] for d, n in devices.items()), capex_usd=0.0,
+                         capacity_rps=2.0, utilization_cap=1.0, ttft_ms=None, tpot_ms=None, limited_by="memory",
+                         price_by_type={d: prices[d] for d in devices})
+
+    a, b = decode({"y": 2}, 900.0), decode({"x": 1, "y": 1}, 1000.0)
+    doc = {"model": "llama-3.1-8b", "strategies": ["pd_disagg"], "objective": "min_cost",
+           "classes": [{"name": "chat", "rate_rps": 1, "input_tokens": 100, "output_tokens": 10,
+                        "slo": {"ttft_ms": 1000, "tpot_ms": 100}}],
+           "constraints": {"power_budget_kw": 10, "owned": {"x": 1}}}
+    assert prune_dominated([a, b], Workload.model_validate(doc)) == [a, b]
+    del doc["constraints"]["owned"]  # nothing owned: A is cheaper and leaner, B goes
+    assert prune_dominated([a, b], Workload.model_validate(doc)) == [a]

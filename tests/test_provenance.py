@@ -212,6 +212,6 @@ def test_study_summary_and_folder_are_stamped(tmp_path):
     assert summary["catalog_fingerprint"] == load_catalog().fingerprint
     assert before <= utc(summary["created_at"]) <= dt.datetime.now(dt.UTC)
     assert summary["options"] == {"solver": "ortools", "engine": "highs", "time_limit_s": 5.0, "relative_gap": 1e-4,
-                                  "baseline": False}
+                                  "baseline": False, "simulate": False}
     stored = json.loads((tmp_path / "out" / "provenance.json").read_text())
     assert stored == {k: summary[k] for k in ("siliconmix_version", "catalog_fingerprint", "created_at", "options")}

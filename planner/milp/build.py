@@ -100,9 +100,7 @@ def _replica_costs(candidates: list[Candidate], paid: list[float], pue: float, o
 
 def paid_costs(workload: Workload, candidates: list[Candidate]) -> list[float]:
     """``$'_c``: the $/h of each candidate's devices of types the workload does not own."""
-    owned = workload.constraints.owned
-    return [c.cost_usd_per_hour - sum(k * c.price_by_type.get(d, 0.0) for d, k in c.devices_by_type.items() if d in owned)
-            for c in candidates]
+    return [c.paid_usd_per_hour(workload.constraints.owned) for c in candidates]
 
 
 def add_owned(b: ModelBuilder, workload: Workload, candidates: list[Candidate], n: list[int],

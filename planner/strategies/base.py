@@ -82,6 +82,11 @@ class Candidate:
     def devices(self) -> int:
         return sum(self.devices_by_type.values())
 
+    def paid_usd_per_hour(self, owned) -> float:
+        """``$'_c``: the $/h of this replica's devices of types not in ``owned`` (owned devices are free)."""
+        return self.cost_usd_per_hour - sum(k * self.price_by_type.get(d, 0.0) for d, k in self.devices_by_type.items()
+                                            if d in owned)
+
     @property
     def effective_rps(self) -> float:
         """Capacity the MILP may use: ``utilization_cap · capacity``."""
@@ -248,12 +253,14 @@ def close(recomputed: float, reported: float | None) -> bool:
     return reported is not None and abs(recomputed - reported) <= REL_TOL * max(1.0, abs(reported))
 
 
+def partner_count(pool: Pool) -> int:
+    """Partner replicas of ``pool`` (one per replica in plans made before partners could be shared)."""
+    return pool.replicas if pool.partner_replicas is None else pool.partner_replicas
+
+
 def partner_share(pool: Pool) -> int:
-    """Target replicas the busiest partner replica of ``pool`` serves: ``⌈replicas / partner_replicas⌉``
-    (1 with no partner count, as in plans made before partners could be shared)."""
-    if not pool.partner_replicas:
-        return 1
-    return -(-pool.replicas // pool.partner_replicas)
+    """Target replicas the busiest partner replica of ``pool`` serves: ``⌈replicas / partner replicas⌉``."""
+    return -(-pool.replicas // partner_count(pool)) if partner_count(pool) else 1
 
 
 def within(value_s: float, slo_ms: float) -> bool:

@@ -44,4 +44,4 @@ def test_a_study_says_what_solved_its_rows(make_settings, tmp_path, catalog):
     assert record["status"] == "succeeded", record
     assert record["siliconmix_version"] == __version__ and record["catalog_fingerprint"] == catalog.fingerprint
     assert record["options"] == {"solver": "ortools", "engine": None, "time_limit_s": 5.0, "relative_gap": 1e-4,
-                                 "baseline": False}
+                                 "baseline": False, "simulate": False}

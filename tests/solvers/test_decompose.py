@@ -83,15 +83,33 @@ def test_random_instances_match_the_full_milp(data):
     assert split.results[0].gap <= 1e-5
 
 
+@pytest.mark.parametrize("objective", ["min_cost", "min_power"])
+def test_fleets_that_fit_only_apart_go_to_the_full_milp(objective):
+    # per class and role: a cheap 3 kW replica ($1/h) or a frugal 1 kW one ($5/h), 2 req/s each, two classes
+    cands = [candidate(k, role, dev, 2.0, watts, cost=cost) for k in ("chat", "code")
+             for role, cheap, frugal in (("prefill", "a", "b"), ("decode", "c", "d"))
+             for dev, watts, cost in ((cheap, 3000.0, 1.0), (frugal, 1000.0, 5.0))]
+    units = units_for(["chat", "code"])
+    # 8 kW: each class alone takes its cheap 6 kW; together they must not exceed 8 kW (min_cost: $12/h)
+    wl = workload({"chat": 1.0, "code": 1.0}, 8.0, objective=objective)
+    split = decompose.solve(wl, units, cands, "ortools", EXACT)
+    if objective == "min_cost":
+        assert split is None and full(wl, units, cands, "min_cost") == pytest.approx(12.0)
+    else:  # the least power fits: 4 kW
+        assert split.results[0].objective == pytest.approx(4.0) == full(wl, units, cands, "min_power")
+    # 3 kW: no fleet serves both (4 kW at the least): the full MILP says infeasible, the search says nothing
+    assert decompose.solve(workload({"chat": 1.0, "code": 1.0}, 3.0, objective=objective), units, cands, "ortools", EXACT) is None
+
+
 @pytest.mark.parametrize("change", [
     {"inventory": {"a": 3}}, {"cost_budget_usd_per_hour": 10.0}, {"max_device_types": 2}, {"owned": {"a": 1}},
 ])
 def test_any_row_but_power_across_classes_means_the_full_milp(change):
     wl, _, _ = two_classes()
-    assert decompose.decomposable(wl)
-    assert not decompose.decomposable(wl.model_copy(update={"constraints": wl.constraints.model_copy(update=change)}))
-    assert not decompose.decomposable(wl.model_copy(update={"classes": wl.classes[:1]}))
-    assert not decompose.decomposable(wl, exclude_mixes=(frozenset({"a"}),))
+    assert decompose.decomposable(wl, 1e-4)
+    assert not decompose.decomposable(wl.model_copy(update={"constraints": wl.constraints.model_copy(update=change)}), 1e-4)
+    assert not decompose.decomposable(wl.model_copy(update={"classes": wl.classes[:1]}), 1e-4)
+    assert not decompose.decomposable(wl, 1e-7)  # tighter than bisection can prove
 
 
 @pytest.mark.parametrize("solver", ["ortools", "pulp"])

@@ -50,6 +50,7 @@ def test_two_classes_reach_the_full_milps_scale_and_power(backend):
     first, second = split.results
     first_model, second_model = split.models
     assert first.termination is Termination.OPTIMAL and -first.objective == pytest.approx(expected, rel=1e-6)
+    assert first.message == second.message == "class by class (2 classes)"  # the plan's solver info says how
     assert -first.bound <= expected * (1 + 1e-6) + 1e-9 and first.gap <= 1e-6
     # the point is a feasible point of the full MILP, in both stages
     assert first_model.max_violation(first.x) <= 1e-9 and second_model.max_violation(second.x) <= 1e-9

@@ -115,18 +115,14 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         log.error("unfinished studies not checked: %s", first_line(exc))
     svc.plan_jobs = PlanJobs(PlanJobStore(store.engine), store, svc.catalog, settings.plan_workers,
                              settings.plan_queue_limit)
-    try:
-        if store.ready and (failed := await run_in_threadpool(svc.plan_jobs.start)):
-            log.warning("plan jobs left unfinished by the previous run: %d marked failed", failed)
-    except Exception as exc:
-        log.error("unfinished plan jobs not checked: %s", first_line(exc))
     svc.simulations = SimulationJobs(SimulationStore(store.engine), store, svc.catalog, settings.simulation_workers,
                                      settings.simulation_queue_limit)
-    try:
-        if store.ready and (failed := await run_in_threadpool(svc.simulations.start)):
-            log.warning("simulations left unfinished by the previous run: %d marked failed", failed)
-    except Exception as exc:
-        log.error("unfinished simulations not checked: %s", first_line(exc))
+    for what, jobs in (("plan jobs", svc.plan_jobs), ("simulations", svc.simulations)):
+        try:
+            if store.ready and (failed := await run_in_threadpool(jobs.start)):
+                log.warning("%s left unfinished by the previous run: %d marked failed", what, failed)
+        except Exception as exc:
+            log.error("unfinished %s not checked: %s", what, first_line(exc))
     app.state.services = svc
     logs.install()  # here, after uvicorn configured its loggers
     log_start(settings)

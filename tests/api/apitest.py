@@ -6,6 +6,7 @@ and yields an httpx client; ``ServiceProcess`` runs ``python -m planner serve`` 
 
 from __future__ import annotations
 
+import copy
 import os
 import signal
 import socket
@@ -21,6 +22,7 @@ import httpx
 import uvicorn
 from fastapi import FastAPI
 
+from api.examples import CHAT_70B
 from api.main import create_app
 from api.settings import Settings
 
@@ -92,6 +94,18 @@ def serve(settings: Settings, access_log: bool = False) -> Iterator[httpx.Client
     """A client for a fresh app with ``settings`` behind a real uvicorn server."""
     with serve_app(settings, access_log) as (client, _app):
         yield client
+
+
+def small_workload() -> dict:
+    """chat-70b on H100s only: max_goodput, so a first stage and a tie-break; each solve well under a second."""
+    body = copy.deepcopy(CHAT_70B)
+    body["constraints"]["devices"] = ["h100-sxm"]
+    return body
+
+
+def job_final(record: dict) -> bool:
+    """A plan job's or a simulation's record has reached an end state."""
+    return record["state"] in ("done", "cancelled", "failed")
 
 
 def wait_for(http, url: str, until, polls: int = 1200) -> dict:

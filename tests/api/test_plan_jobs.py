@@ -7,16 +7,17 @@ released), never after a delay; waits are conditions polled a bounded number of 
 
 from __future__ import annotations
 
-import copy
 import threading
 import time
 
 import pytest
 from apitest import assert_problem, serve, serve_app, wait_for
+from apitest import job_final as final
+from apitest import small_workload as small
 from sqlalchemy import create_engine, text
 
 import planner.optimize
-from api.examples import CHAT_70B, UNREACHABLE_SLO
+from api.examples import UNREACHABLE_SLO
 from api.models import PlanJobRecord, PlanRecord
 from api.plan_jobs import STOPPED
 from api.store import utc_now
@@ -24,15 +25,6 @@ from api.store import utc_now
 ASYNC = {"Prefer": "respond-async"}
 
 
-def small() -> dict:
-    """chat-70b on H100s only: max_goodput, so a first stage and a tie-break; each solve well under a second."""
-    body = copy.deepcopy(CHAT_70B)
-    body["constraints"]["devices"] = ["h100-sxm"]
-    return body
-
-
-def final(record: dict) -> bool:
-    return record["state"] in ("done", "cancelled", "failed")
 
 
 def hold_at(app, stage: str, release: threading.Event | None = None) -> threading.Event:

@@ -4,12 +4,12 @@ and bad input (problem+json naming the field)."""
 
 from __future__ import annotations
 
-import copy
 import threading
 
 from apitest import assert_problem, serve_app, wait_for
+from apitest import job_final as final
+from apitest import small_workload as small
 
-from api.examples import CHAT_70B
 from api.models import SimulationRecord
 from planner.catalog import load_catalog
 from planner.perf.model import RooflineModel
@@ -17,14 +17,6 @@ from planner.schema import Plan
 from planner.simulate import SimulationOptions, simulate_plan
 
 
-def small() -> dict:
-    body = copy.deepcopy(CHAT_70B)
-    body["constraints"]["devices"] = ["h100-sxm"]
-    return body
-
-
-def final(record: dict) -> bool:
-    return record["state"] in ("done", "cancelled", "failed")
 
 
 def a_plan(http) -> tuple[str, dict]:

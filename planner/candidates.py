@@ -52,6 +52,8 @@ def generate_candidates(workload: Workload, catalog: Catalog, graph: nx.DiGraph,
         for name in strategies_of(graph, rc.name):
             for unit in units(graph, rc.name, name):
                 candidates.extend(prune_dominated(strategy(name).price(unit, ctx, rc), workload))
+    if workload.shared_pools and "pd_disagg" in workload.strategies:
+        candidates.extend(strategy("pd_disagg").price_shared(ctx))
     return candidates, notes
 
 

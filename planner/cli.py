@@ -26,7 +26,7 @@ from planner.estimate import DoesNotFit, InvalidParallelism, estimate
 from planner.perf.model import UnsupportedDtype
 from planner.files import InputFileError, read_document, write_json
 from planner.messages import describe_errors, excerpt, one_line
-from planner.plan import gain_lines, partner_text, replay_line, shortfall_warning
+from planner.plan import classes_text, gain_lines, partner_text, replay_line, shortfall_warning
 from planner.schema import MAX_ALTERNATIVES, MAX_TIME_LIMIT_S, EstimateRequest, WeightsDtype, Workload
 from planner.units import BYTES_PER_GB, BYTES_PER_S_PER_GB_S, BYTES_PER_S_PER_TB_S, PARAMS_PER_BILLION, WATTS_PER_KW
 
@@ -334,7 +334,7 @@ def show_plan(plan) -> None:
     for col in ("class", "strategy", "role", "device", "tp", "partner", "batch", "replicas", "devices", "util", "TTFT ms", "TPOT ms", "kW"):
         pools.add_column(col, justify="left" if col in ("class", "strategy", "role", "device", "partner") else "right")
     for p in plan.pools:
-        pools.add_row(p.class_name, p.strategy, p.role, p.device, str(p.tp), partner_text(p), str(p.batch), str(p.replicas),
+        pools.add_row(classes_text(p), p.strategy, p.role, p.device, str(p.tp), partner_text(p), str(p.batch), str(p.replicas),
                       str(p.devices), f"{p.utilization:.2f}", _ms(p.ttft_ms), _ms(p.tpot_ms), f"{p.power_kw:,.1f}")
     console.print(pools)
     classes = Table(title="Classes")

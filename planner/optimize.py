@@ -29,6 +29,7 @@ from planner.plan import (
     infeasible_plan,
     plan_status,
     pools_of,
+    shared_loads,
     replica_counts,
     scale_of,
     solver_info,
@@ -132,21 +133,24 @@ class Solved:
         return None if not gaps or None in gaps else max(gaps)
 
 
-def solve_with_rounding(backend, model, options: SolveOptions) -> SolveResult:
-    """Solve the MILP from the LP-rounding point (rounding.py) as a hint; if that point still beats the
-    incumbent, return it instead. The bound stays the solver's, so the reported gap is honest.
+def solve_with_rounding(backend, model, options: SolveOptions, start: np.ndarray | None = None) -> SolveResult:
+    """Solve the MILP from the better of the LP-rounding point (rounding.py) and ``start`` (a feasible point, e.g.
+    the class-by-class plan without shared pools) as a hint; if that point still beats the incumbent, return it
+    instead. The bound stays the solver's, so the reported gap is honest.
     """
     lp = check_outcome(backend.solve(relaxed(model), options))
-    rounded = rounded_solution(model, lp.x) if lp.has_solution else None
-    result = backend.solve(model, replace(options, hint=rounded))
-    if rounded is None:
+    points = [p for p in (rounded_solution(model, lp.x) if lp.has_solution else None, start) if p is not None]
+    value = {id(p): float(model.objective @ p + model.objective_offset) for p in points}
+    hint = min(points, key=lambda p: value[id(p)]) if points else None
+    result = backend.solve(model, replace(options, hint=hint))
+    if hint is None:
         return result
-    value = float(model.objective @ rounded + model.objective_offset)
-    if result.has_solution and result.objective <= value + 1e-9 * max(1.0, abs(value)):
+    if result.has_solution and result.objective <= value[id(hint)] + 1e-9 * max(1.0, abs(value[id(hint)])):
         return result
     termination = result.termination if result.termination is not Termination.INFEASIBLE else Termination.FEASIBLE
-    return replace(result, x=rounded, objective=value, termination=termination,
-                   message=f"{result.message}; LP rounding beat the incumbent")
+    source = "the class-by-class plan" if hint is start else "LP rounding"
+    return replace(result, x=hint, objective=value[id(hint)], termination=termination,
+                   message=f"{result.message}; {source} beat the incumbent")
 
 
 def solve_candidates(workload: Workload, units: dict, candidates: list[Candidate], options: PlanOptions,
@@ -154,16 +158,20 @@ def solve_candidates(workload: Workload, units: dict, candidates: list[Candidate
     """Solve the MILP; for max_goodput, a second stage keeps λ* and minimises power (fixed_footprint: the money
     paid for additions); ``first_stage`` is called with the first stage's outcome before the second starts.
     When only the power budget couples the classes, class by class (decompose.py: exact, both stages at once)."""
+    own = [c for c in candidates if not c.mix]
+    start_from = None
     if decompose.decomposable(workload, options.relative_gap):
         start = time.perf_counter()
-        split = decompose.solve(workload, units, candidates, options.solver, options.solve_options())
+        split = decompose.solve(workload, units, own, options.solver, options.solve_options())
         if split is not None:
-            stages = tuple(Solved(candidates, m, r, (r,), time.perf_counter() - start) for m, r in zip(split.models, split.results))
+            stages = tuple(Solved(own, m, r, (r,), time.perf_counter() - start) for m, r in zip(split.models, split.results))
             if first_stage is not None and len(stages) > 1 and stages[0].result.has_solution:
                 first_stage(stages[0])
-            return replace(stages[-1], stages=split.results, time_s=time.perf_counter() - start)
+            if len(own) == len(candidates):
+                return replace(stages[-1], stages=split.results, time_s=time.perf_counter() - start)
+            start_from = stages[0]  # shared pools couple the classes: the full MILP starts from this plan
         options = replace(options, time_limit_s=max(options.time_limit_s - (time.perf_counter() - start), 1e-3))
-    solved = solve_first_stage(workload, units, candidates, options)
+    solved = solve_first_stage(workload, units, candidates, options, start_from=start_from)
     if workload.objective in GOODPUT_OBJECTIVES and solved.result.has_solution and solved.scale > MIN_SCALE:
         if first_stage is not None:
             first_stage(solved)
@@ -172,12 +180,13 @@ def solve_candidates(workload: Workload, units: dict, candidates: list[Candidate
 
 
 def solve_first_stage(workload: Workload, units: dict, candidates: list[Candidate], options: PlanOptions,
-                      exclude_mixes: tuple[frozenset[str], ...] = ()) -> Solved:
+                      exclude_mixes: tuple[frozenset[str], ...] = (), start_from: Solved | None = None) -> Solved:
     """The MILP of the workload's objective (for max_goodput: the best scale, at any power), with none of the
-    ``exclude_mixes`` device-type sets."""
+    ``exclude_mixes`` device-type sets, from ``start_from``'s plan when given (a solve of fewer candidates)."""
     start = time.perf_counter()
     model = build_model(workload, units, candidates, BuildOptions(objective=workload.objective, exclude_mixes=exclude_mixes))
-    result = check_outcome(solve_with_rounding(get_backend(options.solver), model, options.solve_options()))
+    point = model.carried(start_from.model, start_from.result.x) if start_from is not None else None
+    result = check_outcome(solve_with_rounding(get_backend(options.solver), model, options.solve_options(), point))
     return Solved(candidates, model, result, (result,), time.perf_counter() - start)
 
 
@@ -396,7 +405,7 @@ def _decode(workload: Workload, solved: Solved, graph_json: dict, info, baseline
     counts = replica_counts(solved.model, solved.result)
     split = traffic_split(solved.model, solved.result)
     costs = RooflineModel(catalog)
-    pools = pools_of(workload, solved.candidates, counts, split)
+    pools = pools_of(workload, solved.candidates, counts, split, shared_loads(solved.model, solved.result))
     confidence = confidence_of(workload, pools, costs)
     pools = banded(pools, confidence, costs)
     totals = totals_of(pools, workload.constraints.pue)

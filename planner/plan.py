@@ -58,19 +58,38 @@ def traffic_split(model: IlpModel, result: SolveResult) -> dict[tuple[str, str],
     return {tuple(name.split(":", 1)[1].split("/", 1)): float(v) for name, v in zip(names, result.x[block])}
 
 
-def pools_of(workload: Workload, candidates: list[Candidate], counts: np.ndarray, split: dict) -> list[Pool]:
+def shared_loads(model: IlpModel, result: SolveResult) -> dict[tuple[str, str], float]:
+    """x_{c,k}: replica-equivalents of each shared candidate (key) carrying each class."""
+    if "x" not in model.blocks:
+        return {}
+    block = model.blocks["x"]
+    return {tuple(name.split(":", 1)[1].rsplit(">", 1)): float(v) for name, v in zip(model.var_names[block], result.x[block])}
+
+
+def pools_of(workload: Workload, candidates: list[Candidate], counts: np.ndarray, split: dict,
+             loads: dict[tuple[str, str], float] | None = None) -> list[Pool]:
     """One pool per candidate with replicas, with the traffic it serves and its utilisation (a candidate with a
-    shared partner counts its target replicas, ``partner_share`` per MILP replica, and its partner replicas)."""
+    shared partner counts its target replicas, ``partner_share`` per MILP replica, and its partner replicas).
+    A shared replica carries what the MILP gave it (``loads``, x_{c,k}); each unit's own replicas the rest of
+    its traffic, in proportion to their usable capacity, so no pool exceeds its cap."""
     slo_percentile = {rc.name: rc.slo.percentile for rc in workload.classes}
     rate = {rc.name: rc.rate_rps for rc in workload.classes}
+    loads = loads or {}
+    on_shared: dict[tuple[str, str, str], float] = defaultdict(float)
+    for c in candidates:
+        for load in c.mix:
+            on_shared[(load.class_name, c.strategy, c.role)] += c.utilization_cap * load.capacity_rps * loads.get((c.key, load.class_name), 0.0)
     pue = workload.constraints.pue
     pools = []
     for c, n in zip(candidates, counts):
         if n <= 0:
             continue
-        served = rate[c.class_name] * split.get((c.class_name, c.strategy), 0.0)
-        siblings = [(d, m) for d, m in zip(candidates, counts) if m > 0 and (d.class_name, d.strategy, d.role) == (c.class_name, c.strategy, c.role)]
-        # traffic goes to replicas in proportion to their usable capacity, so no pool exceeds its cap
+        if c.mix:
+            pools.append(shared_pool(c, int(n), loads, pue, slo_percentile[c.class_name]))
+            continue
+        unit = (c.class_name, c.strategy, c.role)
+        served = max(0.0, rate[c.class_name] * split.get((c.class_name, c.strategy), 0.0) - on_shared[unit])
+        siblings = [(d, m) for d, m in zip(candidates, counts) if m > 0 and not d.mix and (d.class_name, d.strategy, d.role) == unit]
         unit_capacity = sum(m * d.effective_rps for d, m in siblings)
         share = n * c.effective_rps / unit_capacity if unit_capacity else 0.0
         utilization = served * share / (n * c.capacity_rps) if c.capacity_rps else 0.0
@@ -91,6 +110,29 @@ def pools_of(workload: Workload, candidates: list[Candidate], counts: np.ndarray
             limited_by=c.limited_by,
         ))
     return pools
+
+
+def shared_pool(c: Candidate, n: int, loads: dict[tuple[str, str], float], pue: float, percentile: float | None) -> Pool:
+    """A shared pool: each class's requests/s ``ρ · cap_k · x_k`` (every class it may serve is listed, at 0 when
+    it carries none); its replica-equivalents ``y_k = served_k / cap_k``; the pool's capacity at that mix
+    ``n · Σ served_k / Σ y_k`` req/s, so its utilisation is ``Σ y_k / n``. Decode: the mix's step
+    ``τ = Σ y_k / Σ (y_k / τ_k)`` (full batches: at most that). Prefill: TTFT at that utilisation, of the
+    tier's longest service (the candidate's)."""
+    serves = {load.class_name: c.utilization_cap * load.capacity_rps * loads.get((c.key, load.class_name), 0.0)
+              for load in c.mix}
+    used = {load.class_name: serves[load.class_name] / load.capacity_rps for load in c.mix}
+    total = sum(used.values())
+    step = total / sum(used[load.class_name] / load.step_s for load in c.mix) if total > 0 else c.mix[0].step_s
+    served = sum(serves.values())
+    capacity = n * served / total if total > 0 else n * c.capacity_rps
+    return Pool(
+        role=c.role, class_name=c.class_name, strategy=c.strategy, device=c.device, tp=c.tp, batch=c.batch,
+        replicas=n, devices=n * c.devices, devices_by_type={k: n * v for k, v in c.devices_by_type.items()},
+        power_kw=n * pue * c.power_w / WATTS_PER_KW, cost_usd_per_hour=n * c.cost_usd_per_hour, capex_usd=n * c.capex_usd,
+        utilization=total / n, utilization_cap=c.utilization_cap, capacity_rps=capacity, served_rps=served,
+        ttft_ms=_ttft_at(c, total / n, percentile), tpot_ms=s_to_ms(step) if c.role == "decode" else None,
+        limited_by=c.limited_by, serves=serves,
+    )
 
 
 def banded(pools: list[Pool], confidence: list[DeviceConfidence], costs) -> list[Pool]:
@@ -116,6 +158,14 @@ def _ttft_at(c: Candidate, utilization: float, percentile: float | None) -> floa
     service = c.extra["service_s"]
     wait = float(wait_s(min(utilization, c.utilization_cap), service, percentile))
     return s_to_ms(wait + service + c.extra["transfer_s"])
+
+
+def classes_text(pool: Pool) -> str:
+    """The classes a pool serves in words: its class, or ``shared: chat 61%, rag 39%`` (shares of its requests/s)."""
+    if pool.serves is None:
+        return pool.class_name
+    total = sum(pool.serves.values()) or 1.0
+    return "shared: " + ", ".join(f"{k} {v / total:.0%}" for k, v in sorted(pool.serves.items()) if v > 0)
 
 
 def partner_text(pool: Pool) -> str:
@@ -246,14 +296,15 @@ def classes_of(workload: Workload, pools: list[Pool], split: dict, scale: float)
     out = []
     for rc in workload.classes:
         shares = {s: (z / scale if scale > 0 else 0.0) for (k, s), z in sorted(split.items()) if k == rc.name and z > 1e-9}
-        mine = [p for p in pools if p.class_name == rc.name and p.served_rps > 0]
-        ttft = _weighted([(p.ttft_ms, p.served_rps) for p in mine if p.ttft_ms is not None])
-        tpot = _weighted([(p.tpot_ms, p.served_rps) for p in mine if p.tpot_ms is not None])
+        mine = [(p, p.served_by_class().get(rc.name, 0.0)) for p in pools]
+        mine = [(p, v) for p, v in mine if v > 0]
+        ttft = _weighted([(p.ttft_ms, v) for p, v in mine if p.ttft_ms is not None])
+        tpot = _weighted([(p.tpot_ms, v) for p, v in mine if p.tpot_ms is not None])
         out.append(ClassResult(
             name=rc.name, rate_rps=rc.rate_rps, rate_rps_served=rc.rate_rps * scale, strategy_shares=shares,
             ttft_ms=ttft, tpot_ms=tpot, output_tokens_per_s_per_user=(1000.0 / tpot) if tpot else None,
-            ttft_ms_range=_weighted_range([(p.ttft_ms_range, p.served_rps) for p in mine]),
-            tpot_ms_range=_weighted_range([(p.tpot_ms_range, p.served_rps) for p in mine]),
+            ttft_ms_range=_weighted_range([(p.ttft_ms_range, v) for p, v in mine]),
+            tpot_ms_range=_weighted_range([(p.tpot_ms_range, v) for p, v in mine]),
         ))
     return out
 

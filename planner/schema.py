@@ -374,6 +374,10 @@ class Workload(Frozen):
     #: constraints; it may be a device the plan itself may not use
     baseline_device: Id | None = None
     objective: Objective = "max_goodput"
+    #: prefill and decode replicas may serve several classes (pd_disagg): each class's traffic a share of a pool
+    #: bounded by the tightest SLO it serves. It couples the classes, so the class-by-class proof no longer
+    #: applies: worth it for small fleets, where whole replicas per class are the waste
+    shared_pools: bool = False
 
     @model_validator(mode="after")
     def _consistent(self) -> Workload:
@@ -495,7 +499,7 @@ class SolverInfo(Out):
 
 
 class Pool(Out):
-    """Replicas of one configuration serving one task of one class under one strategy."""
+    """Replicas of one configuration serving one task of one class (or, shared, of several) under one strategy."""
 
     role: Role
     class_name: str = Field(alias="class")
@@ -527,6 +531,15 @@ class Pool(Out):
     #: utilisation the wait sees, so the high end of a loaded prefill pool is if anything understated)
     ttft_ms_range: tuple[float, float] | None = None
     tpot_ms_range: tuple[float, float] | None = None
+    #: a pool shared by several classes (``class`` is the one whose SLO bounds it): requests/s of each class it may
+    #: serve (0 for one it carries none of)
+    serves: dict[str, float] | None = None
+
+    def served_by_class(self) -> dict[str, float]:
+        """Requests/s of each class the pool carries (the whole pool): its class's, or each class it shares."""
+        if self.serves is not None:
+            return {k: v for k, v in self.serves.items() if v > 0}
+        return {self.class_name: self.served_rps} if self.served_rps > 0 else {}
 
 
 class Totals(Out):

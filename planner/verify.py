@@ -1,6 +1,6 @@
 """Recompute every constraint of a Plan from the catalog and the cost model, without the MILP.
 
-Checks: each pool meets its class's SLO, and its strategy's re-check (planner/strategies/) recomputes
+Checks: each pool meets its class's SLO (a shared pool every class's it serves), and its strategy's re-check (planner/strategies/) recomputes
 its TTFT/TPOT from the cost model at the pool's actual utilisation (and finds the plan's figures), its
 batch fitting in memory and its capacity per replica; each pool's devices are recounted from its
 parallelism × replicas (and its partner's); each class's traffic is split completely and every pool
@@ -45,12 +45,14 @@ def verify_plan(plan: Plan, catalog: Catalog, options: CandidateOptions = Candid
     slo_ok = memory_ok = latency_ok = True
     for pool in plan.pools:
         rc = classes[pool.class_name]
-        if pool.ttft_ms is not None:
-            slo_ok &= check(pool.ttft_ms <= rc.slo.ttft_ms * (1 + REL_TOL), pool.ttft_ms - rc.slo.ttft_ms,
-                            f"{pool.class_name}/{pool.strategy}/{pool.role} on {pool.device}: TTFT {pool.ttft_ms:.1f} ms > SLO")
-        if pool.tpot_ms is not None:
-            slo_ok &= check(pool.tpot_ms <= rc.slo.tpot_ms * (1 + REL_TOL), pool.tpot_ms - rc.slo.tpot_ms,
-                            f"{pool.class_name}/{pool.strategy}/{pool.role} on {pool.device}: TPOT {pool.tpot_ms:.2f} ms > SLO")
+        for name in {pool.class_name, *(pool.serves or ())}:  # a shared pool meets every SLO it serves
+            slo = classes[name].slo
+            if pool.ttft_ms is not None:
+                slo_ok &= check(pool.ttft_ms <= slo.ttft_ms * (1 + REL_TOL), pool.ttft_ms - slo.ttft_ms,
+                                f"{name}/{pool.strategy}/{pool.role} on {pool.device}: TTFT {pool.ttft_ms:.1f} ms > SLO")
+            if pool.tpot_ms is not None:
+                slo_ok &= check(pool.tpot_ms <= slo.tpot_ms * (1 + REL_TOL), pool.tpot_ms - slo.tpot_ms,
+                                f"{name}/{pool.strategy}/{pool.role} on {pool.device}: TPOT {pool.tpot_ms:.2f} ms > SLO")
         again = strategy(pool.strategy).recheck(pool, rc, checking)
         name = f"{pool.class_name}/{pool.strategy}/{pool.role} on {pool.device}x{pool.tp}"
         latency_ok &= check(again.latency_ok, 0.0, again.note)
@@ -67,7 +69,8 @@ def verify_plan(plan: Plan, catalog: Catalog, options: CandidateOptions = Candid
         units[(node["class"], node["strategy"])].add(node["unit"])
     served = defaultdict(float)
     for pool in plan.pools:
-        served[(pool.class_name, pool.strategy, pool.role)] += pool.served_rps
+        for name, rps in pool.served_by_class().items():
+            served[(name, pool.strategy, pool.role)] += rps
         cap = min(pool.utilization_cap, UTILIZATION_CAP)
         utilization = pool.served_rps / pool.capacity_rps if pool.capacity_rps > 0 else float("inf")
         demand_ok &= check(utilization <= cap + REL_TOL, utilization - cap,

@@ -8,7 +8,7 @@ from planner.export.assumptions import Assumption
 from planner.export.bom import BomLine
 from planner.export.cells import Column, cell, put, wrapped_height, write_header, write_row
 from planner.export.mix import mix_text
-from planner.plan import partner_text
+from planner.plan import classes_text, partner_text
 from planner.schema import Plan, Pool
 
 BOM_SHEET = "Bill of Materials"
@@ -133,7 +133,7 @@ def pool_values(pool: Pool) -> dict[str, object]:
     partner = partner_text(pool)
     by_type = mix_text(pool.devices_by_type)
     values = {column.key: getattr(pool, column.key, None) for column in POOL_COLUMNS}
-    return {**values, "class": pool.class_name, "partner": partner, "devices_by_type": by_type}
+    return {**values, "class": classes_text(pool), "partner": partner, "devices_by_type": by_type}
 
 
 def write_pools_sheet(ws, style, plan: Plan) -> None:

@@ -16,6 +16,9 @@ in units of rate_k; λ ≥ 0 the uniform goodput scale.
     (5) cost         Σ_c $_c · n_c ≤ budget_$/h                           (when a cost budget is set)
     (6) scale        λ = 1 for min_cost and min_power
     (9) owned        Σ_c N_{c,d} · n_c − b_d ≤ owned_d,  b_d ≥ 0              ∀ owned type d
+    (10) shared      a shared replica c (decode for several classes) splits into x_{c,k} replica-equivalents
+                     per class, within n_c, its tier's TPOT and its NICs (add_shared); class k's demand row counts
+                     ρ_c · slots_{c,k} · x_{c,k}, and those shares carry no more than k's traffic there
     (7) types        n_c ≤ U_c · y_d  ∀ c, d ∈ c;  Σ_d y_d ≤ max_device_types   (y_d ∈ {0,1}, when set)
     (8) other mix    Σ_{d∈S} (1 − y_d) + Σ_{d∉S} y_d ≥ 1  for each excluded device-type set S (alternatives),
                      with y_d ≤ Σ_{c ∋ d} n_c so that y_d = 1 means type d is used
@@ -29,8 +32,8 @@ devices of types not owned and b_d the devices of owned type d bought beyond the
 Objectives: max λ (then a second solve: min power with λ ≥ λ*); fixed_footprint: max λ, then the least money
 paid for additions at λ*; min money paid; min PUE Σ P_c n_c.
 
-DESIGN.md's replica-equivalents y are not needed: every candidate serves exactly one (class, strategy,
-unit), so y = n at the optimum and the utilisation cap folds into (2). Transfer edges of the task graph
+DESIGN.md's replica-equivalents y are the x of (10), for shared replicas only: every other candidate serves
+exactly one (class, strategy, unit), so y = n at the optimum and the utilisation cap folds into (2). Transfer edges of the task graph
 bound each candidate's capacity (its NICs carry its own KV and activations), so they enter through cap_c.
 """
 
@@ -44,7 +47,7 @@ import numpy as np
 from planner.candidates import Candidate
 from planner.milp.model import IlpModel, ModelBuilder
 from planner.schema import GOODPUT_OBJECTIVES, Workload
-from planner.units import WATTS_PER_KW
+from planner.units import WATTS_PER_KW, s_to_ms
 
 
 @dataclass(frozen=True)
@@ -130,16 +133,52 @@ def add_split(b: ModelBuilder, workload: Workload, z: dict, scale: int) -> None:
 
 
 def add_demand(b: ModelBuilder, workload: Workload, units: dict, candidates: list[Candidate], n: list[int], z: dict) -> None:
-    """(2) each pool unit of each (class, strategy) has the capacity its traffic needs."""
+    """(2) each pool unit of each (class, strategy) has the capacity its traffic needs: its own replicas' and its
+    shares of shared replicas'."""
     rate = {rc.name: rc.rate_rps for rc in workload.classes}
-    groups = defaultdict(list)
+    shared = add_shared(b, candidates, n)
+    groups = defaultdict(list, {unit: list(cols) for unit, cols in shared.items()})
     for c, j in zip(candidates, n):
-        groups[(c.class_name, c.strategy, c.role)].append((j, c.effective_rps))
+        if not c.mix:
+            groups[(c.class_name, c.strategy, c.role)].append((j, c.effective_rps))
+    for (k, s, u), cols in sorted(shared.items()):  # real traffic only: no idle share may pad a mix's step
+        j_z = z.get((k, s))
+        if j_z is not None:
+            b.add_row(f"shared:{k}/{s}/{u}", [j for j, _ in cols] + [j_z], [v for _, v in cols] + [-rate[k]], hi=0.0)
     for (k, s), j_z in z.items():
         for u in units[(k, s)]:
             cols = [j for j, _ in groups[(k, s, u)]]
             vals = [cap for _, cap in groups[(k, s, u)]]
             b.add_row(f"demand:{k}/{s}/{u}", cols + [j_z], vals + [-rate[k]], lo=0.0)
+
+
+def add_shared(b: ModelBuilder, candidates: list[Candidate], n: list[int]) -> defaultdict:
+    """(10) shared replicas: x_{c,k} ≥ 0 replica-equivalents of shared candidate c carrying class k, with
+
+        share     Σ_k x_{c,k} ≤ n_c
+        tier      Σ_k x_{c,k} (1 − T_c / τ_{c,k}) ≤ 0          (the mix's step within the tier's TPOT T_c)
+        network   Σ_k x_{c,k} · slots_{c,k} / net_{c,k} ≤ n_c   (the KV hand-offs within its NICs)
+
+    and ``ρ_c · slots_{c,k} · x_{c,k}`` requests/s of class k's decode unit (add_demand: within that unit's
+    traffic, so no idle share pads the mix). Returns those columns by unit ((class, strategy, role) →
+    [(column, req/s per unit)])."""
+    groups: defaultdict = defaultdict(list)
+    shared = [(c, j) for c, j in zip(candidates, n) if c.mix]
+    if not shared:
+        return groups
+    x = iter(b.add_block("x", [f"{c.key}>{load.class_name}" for c, _ in shared for load in c.mix]))
+    for c, j in shared:
+        cols = [next(x) for _ in c.mix]
+        for col, load in zip(cols, c.mix):
+            groups[(load.class_name, c.strategy, c.role)].append((col, c.utilization_cap * load.capacity_rps))
+        b.add_row(f"share:{c.key}", cols + [j], [1.0] * len(cols) + [-1.0], hi=0.0)
+        tier = [1.0 - c.tpot_ms / s_to_ms(load.step_s) for load in c.mix] if c.role == "decode" else [0.0]
+        if max(tier) > 0:  # a shared prefill replica counts every request at its tier's longest service
+            b.add_row(f"tier:{c.key}", cols, tier, hi=0.0)
+        network = [load.capacity_rps / load.network_rps for load in c.mix]
+        if max(network) > 1:
+            b.add_row(f"network:{c.key}", cols + [j], network + [-1.0], hi=0.0)
+    return groups
 
 
 def add_power(b: ModelBuilder, workload: Workload, candidates: list[Candidate], n: list[int], options: BuildOptions) -> None:

@@ -44,6 +44,11 @@ class IlpModel:
         np.add.at(out, self.row, self.val * x[self.col])
         return out
 
+    def carried(self, source: IlpModel, x: np.ndarray) -> np.ndarray:
+        """A point of ``source`` as a point of this model: each variable by name, 0 where ``source`` has none."""
+        index = {name: j for j, name in enumerate(source.var_names)}
+        return np.array([x[index[name]] if name in index else 0.0 for name in self.var_names])
+
     def rows_of(self, j_row: int) -> tuple[np.ndarray, np.ndarray]:
         """Column indices and coefficients of one row."""
         mask = self.row == j_row

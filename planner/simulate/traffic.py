@@ -1,7 +1,7 @@
 """What each pool is sent, and when requests arrive.
 
-Routing reads a pool's traffic through one function, ``served_by_class``: today a pool serves one class at its
-``served_rps``; a pool shared across classes answers with every class it carries. Within a pool the router
+Routing reads a pool's traffic through one function, ``served_by_class``: a pool serves one class at its ``served_rps``,
+or a shared pool every class it carries. Within a pool the router
 sends each request to a replica picked uniformly at random, the assumption behind the plan's per-replica
 M/D/1 queues: every replica then sees its own renewal stream at ``rps / replicas``.
 """
@@ -21,7 +21,7 @@ GAP_BLOCK = 1024
 
 def served_by_class(pool: Pool) -> dict[str, float]:
     """Requests/s of each class the pool carries (the whole pool, all replicas)."""
-    return {pool.class_name: pool.served_rps} if pool.served_rps > 0 else {}
+    return pool.served_by_class()
 
 
 def interarrival_gaps(rng: np.random.Generator, rate_rps: float, arrivals: Arrivals, cv: float, size: int) -> np.ndarray:

@@ -42,6 +42,18 @@ class CandidateOptions:
 
 
 @dataclass(frozen=True)
+class ClassLoad:
+    """One class a shared replica may serve: requests/s a replica carrying only this class's sequences at the
+    pool's batch would complete (``b / (τ_k · osl_k)``, its slots' limit), that batch's step time τ_k (s), and its
+    network's limit."""
+
+    class_name: str
+    capacity_rps: float
+    step_s: float
+    network_rps: float = float("inf")  # requests/s of this class whose KV hand-off the replica's NICs take in
+
+
+@dataclass(frozen=True)
 class Candidate:
     """One replica configuration for one pool unit of one (class, strategy).
 
@@ -71,11 +83,16 @@ class Candidate:
     partner_share: int = 1  # target replicas per partner replica (M:N)
     price_by_type: dict[str, float] = field(default_factory=dict, compare=False)  # $/h of one device of each type
     extra: dict = field(default_factory=dict, compare=False)
+    #: a shared replica: every class it may serve (``class_name`` is the one whose TPOT SLO bounds the mix's step);
+    #: empty for a replica of ``class_name`` alone
+    mix: tuple[ClassLoad, ...] = ()
 
     @property
     def key(self) -> str:
         partner = f"+{self.partner_role}:{self.partner_device}x{self.partner_tp}" if self.partner_device else ""
         share = f"/{self.partner_share}" if self.partner_share > 1 else ""
+        if self.mix:
+            return f"shared:{self.class_name}/{self.strategy}/{self.role}/{self.device}x{self.tp}@{self.batch}"
         return f"{self.class_name}/{self.strategy}/{self.role}/{self.device}x{self.tp}{partner}{share}"
 
     @property
@@ -247,6 +264,49 @@ def price_prefill(ctx: Pricing, rc: RequestClass, strategy: str) -> list[Candida
     return out
 
 
+def price_shared_prefill(ctx: Pricing, strategy: str) -> list[Candidate]:
+    """Prefill replicas shared by classes. A tier is a TTFT SLO T (and a statistic): its replicas may serve every
+    class of ``strategy`` whose SLO is at least T with that statistic. Each request is counted at the tier's
+    longest service S (its longest new prompt, m at a time) and largest KV hand-off t: a queue whose services are
+    at most S waits no longer than an M/D/1 queue of S at the utilisation S's count gives (the wait grows with
+    every service time), so ``wait(ρ; S) + S + t ≤ T`` holds for every class it serves. One candidate per device,
+    tp and tier (the batch with the most capacity); tiers of one class are the class's own candidates."""
+    model, costs = ctx.model, ctx.costs
+    classes = [rc for rc in ctx.workload.classes if ctx.graph.has_node(node_id(rc.name, strategy, "prefill"))]
+    m = np.asarray(ctx.options.prefill_batches, dtype=float)
+    out, seen = [], set()
+    for tier in sorted(classes, key=lambda rc: (rc.slo.ttft_ms, rc.name)):
+        members = [rc for rc in classes if rc.slo.ttft_ms >= tier.slo.ttft_ms and rc.slo.percentile == tier.slo.percentile]
+        names = tuple(sorted(rc.name for rc in members))
+        if len(members) < 2 or names in seen:
+            continue
+        seen.add(names)
+        longest = max(members, key=lambda rc: prompt_tokens(rc)[0])
+        new, cached = prompt_tokens(longest)
+        isl = max(rc.input_tokens for rc in members)
+        kv_out = max(kv_out_bytes(ctx, rc, strategy) for rc in members)
+        slo_s = ms_to_s(tier.slo.ttft_ms)
+        for s in ctx.silicon:
+            for n in s.device_counts(model.weights_bytes, ctx.options.max_tp):
+                service = costs.prefill(model, s, n, new, cached, prompts=m).total_s.reshape(-1)
+                fits = m * model.kv_bytes(isl) * costs.kv_share(model, s, n).reshape(-1) <= s.kv_room_bytes(model.weights_bytes / n)
+                move = float(transfer_s(kv_out, n * s.nic_bytes_s, s.nic_latency_s)) if kv_out else 0.0
+                rho = max_utilization_at(slo_s, service, move, tier.slo.percentile)
+                capacity = np.minimum(m / service, n * s.nic_bytes_s / kv_out if kv_out else np.inf)
+                i = best(fits & (rho > 0), rho * capacity)
+                if i is None:
+                    continue
+                ttft = wait_s(rho[i], service[i], tier.slo.percentile) + service[i] + move
+                out.append(Candidate(
+                    class_name=tier.name, strategy=strategy, role="prefill", device=s.id, tp=n, batch=int(m[i]),
+                    **money([(s, n)]), capacity_rps=float(capacity[i]), utilization_cap=float(rho[i]),
+                    ttft_ms=s_to_ms(float(ttft)), tpot_ms=None, limited_by="slo.ttft_ms",
+                    extra={"service_s": float(service[i]), "transfer_s": move},
+                    mix=tuple(ClassLoad(rc.name, float(capacity[i]), float(service[i])) for rc in members),
+                ))
+    return out
+
+
 # --------------------------------------------------------------------------------------- re-checks
 def close(recomputed: float, reported: float | None) -> bool:
     """The plan reports what the cost model recomputes (relative tolerance ``REL_TOL``)."""
@@ -282,6 +342,27 @@ def recheck_prefill(pool: Pool, rc: RequestClass, check: Checking) -> Recheck:
     fits = model.weights_bytes / n <= silicon.usable_weights_bytes and m * kv * share <= silicon.kv_room_bytes(model.weights_bytes / n)
     return Recheck(within(ttft, rc.slo.ttft_ms) and close(s_to_ms(ttft), pool.ttft_ms), fits, m / service,
                    f"prefill on {pool.device}: recomputed TTFT {s_to_ms(ttft):.1f} ms vs plan {pool.ttft_ms} ms")
+
+
+def recheck_shared_prefill(pool: Pool, check: Checking, strategy: str) -> Recheck:
+    """A shared prefill pool: TTFT at its planned utilisation of the longest service among the classes it may serve,
+    with the largest KV hand-off, within the tightest of their SLOs; the largest prompt's batch fitting."""
+    model, costs = check.model, check.costs
+    silicon = costs.silicon(pool.device, check.workload.dtype)
+    members = [rc for rc in check.workload.classes if rc.name in pool.serves]
+    longest = max(members, key=lambda rc: prompt_tokens(rc)[0])
+    new, cached = prompt_tokens(longest)
+    n, m = pool.tp, pool.batch
+    service = float(costs.prefill(model, silicon, n, new, cached, prompts=m).total_s.reshape(-1)[0])
+    kv = max(float(model.kv_bytes(rc.input_tokens)) for rc in members)
+    move = float(transfer_s(kv, n * silicon.nic_bytes_s, silicon.nic_latency_s))
+    percentile = members[0].slo.percentile
+    ttft = float(wait_s(min(pool.utilization, pool.utilization_cap), service, percentile)) + service + move
+    share = float(costs.kv_share(model, silicon, n).reshape(-1)[0])
+    fits = model.weights_bytes / n <= silicon.usable_weights_bytes and m * kv * share <= silicon.kv_room_bytes(model.weights_bytes / n)
+    same = all(rc.slo.percentile == percentile for rc in members)
+    return Recheck(same and within(ttft, min(rc.slo.ttft_ms for rc in members)) and close(s_to_ms(ttft), pool.ttft_ms), fits,
+                   m / service, f"shared prefill on {pool.device}: recomputed TTFT {s_to_ms(ttft):.1f} ms vs plan {pool.ttft_ms} ms")
 
 
 def decode_fits(model: ModelProfile, costs: CostModel, silicon: Silicon, n: int, batch: int, rc: RequestClass,

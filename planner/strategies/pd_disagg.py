@@ -10,6 +10,7 @@ from planner.queueing import DECODE_UTILIZATION
 from planner.schema import Pool, RequestClass
 from planner.strategies.base import (
     Candidate,
+    ClassLoad,
     Checking,
     Pricing,
     Recheck,
@@ -22,11 +23,14 @@ from planner.strategies.base import (
     edge_bytes,
     mean_context,
     money,
+    node_id,
     price_prefill,
+    price_shared_prefill,
     recheck_prefill,
+    recheck_shared_prefill,
     within,
 )
-from planner.units import s_to_ms
+from planner.units import ms_to_s, s_to_ms
 
 NAME = "pd_disagg"
 UNITS = ("decode", "prefill")
@@ -67,7 +71,55 @@ def price(unit: str, ctx: Pricing, rc: RequestClass) -> list[Candidate]:
     return out
 
 
+def price_shared(ctx: Pricing) -> list[Candidate]:
+    """Decode replicas shared by classes. A tier is a TPOT SLO T: its replicas may serve every class whose SLO is
+    at least T, so a mix whose step stays within T meets all of theirs. For each device, tp and tier, one candidate
+    per batch at which some class of the tier alone would step within T (the largest such), every class's paged KV
+    at that batch fitting. Mixing sequences of classes k at one batch b, the step is (at most) the slot-weighted
+    mean of each class's own step τ_k(b) (a step is weights and compute at b plus each sequence's KV read), which
+    makes ``x_k = λ_k τ_k osl_k / b`` replica-equivalents per class exact: milp/build.py's share, tier and network
+    rows. Tiers with fewer than two classes are the classes' own candidates. Shared prefill replicas too
+    (``price_shared_prefill``)."""
+    model, costs = ctx.model, ctx.costs
+    classes = sorted((rc for rc in ctx.workload.classes if ctx.graph.has_node(node_id(rc.name, NAME, "decode"))),
+                     key=lambda rc: (rc.slo.tpot_ms, rc.name))
+    b = np.asarray(ctx.options.batches, dtype=float)
+    out, seen = [], set()
+    for tier in classes:
+        members = [rc for rc in classes if rc.slo.tpot_ms >= tier.slo.tpot_ms]
+        names = tuple(rc.name for rc in members)
+        if len(members) < 2 or names in seen:
+            continue
+        seen.add(names)
+        bound_s = ms_to_s(tier.slo.tpot_ms)
+        for s in ctx.silicon:
+            for n in s.device_counts(model.weights_bytes, ctx.options.max_tp):
+                step = np.array([costs.decode(model, s, n, b, mean_context(rc)).total_s.reshape(-1) for rc in members])
+                room = s.kv_room_bytes(model.weights_bytes / n)
+                share = costs.kv_share(model, s, n).reshape(-1)
+                fits = np.all([b * model.kv_bytes(paged_kv_tokens(rc.input_tokens, rc.output_tokens)) * share <= room
+                               for rc in members], axis=0)
+                picks = {int(np.flatnonzero(ok)[-1]) for ok in (fits & (step <= bound_s)) if ok.any()}
+                for i in sorted(picks):
+                    mix = tuple(ClassLoad(rc.name, float(b[i] / (step[k, i] * rc.output_tokens)), float(step[k, i]),
+                                          network_rps(ctx, rc, s, n)) for k, rc in enumerate(members))
+                    out.append(Candidate(
+                        class_name=tier.name, strategy=NAME, role="decode", device=s.id, tp=n, batch=int(b[i]),
+                        **money([(s, n)]), capacity_rps=mix[0].capacity_rps, utilization_cap=DECODE_UTILIZATION,
+                        ttft_ms=None, tpot_ms=tier.slo.tpot_ms, limited_by="slo.tpot_ms", mix=mix,
+                    ))
+    return out + price_shared_prefill(ctx, NAME)
+
+
+def network_rps(ctx: Pricing, rc: RequestClass, s, n: int) -> float:
+    """Requests/s of class ``rc`` whose prompt KV ``n`` devices' NICs take in (inf when nothing crosses)."""
+    kv_in = edge_bytes(ctx.graph, rc.name, NAME, "prefill", "decode")
+    return n * s.nic_bytes_s / kv_in if kv_in else float("inf")
+
+
 def recheck(pool: Pool, rc: RequestClass, check: Checking) -> Recheck:
+    if pool.serves is not None:
+        return recheck_shared_prefill(pool, check, NAME) if pool.role == "prefill" else recheck_shared(pool, check)
     if pool.role == "prefill":
         return recheck_prefill(pool, rc, check)
     model, costs = check.model, check.costs
@@ -76,3 +128,27 @@ def recheck(pool: Pool, rc: RequestClass, check: Checking) -> Recheck:
     return Recheck(within(tpot, rc.slo.tpot_ms) and close(s_to_ms(tpot), pool.tpot_ms),
                    decode_fits(model, costs, s, pool.tp, pool.batch, rc), pool.batch / (tpot * rc.output_tokens),
                    f"decode on {pool.device}: recomputed TPOT {s_to_ms(tpot):.2f} ms vs plan {pool.tpot_ms} ms")
+
+
+def recheck_shared(pool: Pool, check: Checking) -> Recheck:
+    """A shared decode pool: each class's step τ_k at the pool's batch, the mix's step ``Σ y_k / Σ (y_k / τ_k)``
+    with ``y_k = served_k · τ_k · osl_k / b`` (equal to the plan's TPOT), every class's batch fitting, the KV
+    hand-offs within its NICs, and requests/s per replica at that mix ``Σ served_k / Σ y_k``."""
+    model, costs = check.model, check.costs
+    s = costs.silicon(pool.device, check.workload.dtype)
+    classes = {rc.name: rc for rc in check.workload.classes}
+    step, used, kv = {}, {}, 0.0
+    for name, rps in pool.serves.items():
+        rc = classes[name]
+        step[name] = float(costs.decode(model, s, pool.tp, pool.batch, mean_context(rc)).total_s.reshape(-1)[0])
+        used[name] = rps * step[name] * rc.output_tokens / pool.batch
+        kv += rps * model.kv_bytes(rc.input_tokens)
+    total = sum(used.values())
+    tpot = total / sum(used[k] / step[k] for k in used) if total > 0 else 0.0
+    network_ok = kv <= pool.replicas * pool.tp * s.nic_bytes_s * (1 + 1e-9)
+    fits = all(decode_fits(model, costs, s, pool.tp, pool.batch, classes[k]) for k in pool.serves)
+    rate = sum(pool.serves.values()) / total if total > 0 else 0.0
+    return Recheck(close(s_to_ms(tpot), pool.tpot_ms) and network_ok and close(total / pool.replicas, pool.utilization),
+                   fits, rate, f"shared decode on {pool.device}: recomputed TPOT {s_to_ms(tpot):.2f} ms vs plan "
+                   f"{pool.tpot_ms} ms, utilisation {total / pool.replicas:.3f} vs {pool.utilization:.3f}"
+                   + ("" if network_ok else ", KV hand-offs beyond its NICs"))

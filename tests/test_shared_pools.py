@@ -1,0 +1,141 @@
+"""Shared pools: prefill and decode replicas that serve several classes (``shared_pools: true``)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from planner.catalog import load_catalog
+from planner.milp.build import BuildOptions, build_model
+from planner.optimize import PlanOptions, plan_workload
+from planner.perf.model import RooflineModel
+from planner.schema import Workload
+from planner.simulate import SimulationOptions, simulate_plan
+from planner.solvers.base import SolveOptions, Termination, get_backend
+from planner.strategies.base import ClassLoad
+from planner.verify import verify_plan
+from tests.solvers.conftest import candidate, units_for
+from tests.solvers.conftest import workload as synthetic
+
+
+def two_apps(shared: bool, **extra) -> Workload:
+    """Two classes alike but for their TPOT SLO (40 and 50 ms), 3 req/s each, on H100 SXM, prefill/decode split."""
+    return Workload.model_validate({
+        "model": "llama-3.1-8b", "dtype": "bf16", "strategies": ["pd_disagg"], "shared_pools": shared,
+        "classes": [{"name": name, "rate_rps": 3, "input_tokens": 1024, "output_tokens": 256,
+                     "slo": {"ttft_ms": 2000, "tpot_ms": tpot}} for name, tpot in (("a", 40), ("b", 50))],
+        "constraints": {"power_budget_kw": 100, "devices": ["h100-sxm"]},
+        "objective": "min_power", **extra,
+    })
+
+
+@pytest.mark.parametrize("solver", ["ortools", "pulp"])
+def test_two_small_classes_share_one_prefill_and_one_decode_replica(catalog, solver):
+    """Each class alone fills a fifth of a replica of each role: per-class pools need 4 H100s, shared pools 2."""
+    own = plan_workload(two_apps(False), catalog, PlanOptions(solver=solver, baseline=False))
+    shared = plan_workload(two_apps(True), catalog, PlanOptions(solver=solver, baseline=False))
+    assert own.status == shared.status == "optimal"
+    assert own.totals.devices_by_type == {"h100-sxm": 4}
+    assert shared.totals.devices_by_type == {"h100-sxm": 2}
+    assert shared.totals.power_kw == pytest.approx(own.totals.power_kw / 2)
+    assert shared.verification.ok, shared.verification.messages
+    decode = next(p for p in shared.pools if p.role == "decode")
+    assert decode.class_name == "a"  # the tighter TPOT bounds the mix
+    assert decode.serves == pytest.approx({"a": 3.0, "b": 3.0})
+    # both classes' sequences step alike (same context), so y = Σ λ_k τ osl / b = 6 · τ · 256 / b per replica
+    assert decode.utilization == pytest.approx(6 * decode.tpot_ms / 1000 * 256 / decode.batch)
+    assert decode.tpot_ms <= 40
+    for c in shared.classes:
+        assert c.rate_rps_served == pytest.approx(3.0) and c.tpot_ms == pytest.approx(decode.tpot_ms)
+
+
+def test_shared_pools_are_off_by_default(catalog):
+    assert Workload.model_validate({**two_apps(False).model_dump(by_alias=True, exclude={"shared_pools"})}).shared_pools is False
+
+
+def shared_candidate(loads: list[tuple[str, float, float]], tpot_ms: float, power_w: float = 1000.0):
+    """One shared decode candidate on device ``s``: (class, slots capacity rps, own step s) per class."""
+    base = candidate(loads[0][0], "decode", "s", loads[0][1], power_w)
+    return replace(base, tpot_ms=tpot_ms, mix=tuple(ClassLoad(k, cap, step) for k, cap, step in loads))
+
+
+def solve(work, cands):
+    model = build_model(work, units_for([rc.name for rc in work.classes]), cands, BuildOptions(objective=work.objective))
+    return model, get_backend("ortools").solve(model, SolveOptions(time_limit_s=10))
+
+
+def test_the_tier_row_keeps_the_mix_within_the_tightest_tpot():
+    """Class a steps in 20 ms alone, b in 60 ms; the tier is a's 40 ms: x_a (1 − 40/20) + x_b (1 − 40/60) ≤ 0, so
+    b may ride only on three times as much of a (x_b ≤ 3 x_a). With a at 1 req/s and b at 4 (caps 10 req/s per
+    replica each), b's share needs x_b = 0.4 but a's gives x_a = 0.1, so b needs its own replicas."""
+    work = synthetic({"a": 1.0, "b": 4.0}, 100.0, objective="min_power")
+    prefill = [candidate(k, "prefill", "p", 100.0, 1.0) for k in ("a", "b")]
+    own_b = candidate("b", "decode", "d", 10.0, 5000.0)  # costly: used only when the mix cannot carry b
+    shared = shared_candidate([("a", 10.0, 0.020), ("b", 10.0, 0.060)], tpot_ms=40.0)
+    model, result = solve(work, prefill + [shared, own_b])
+    assert result.termination is Termination.OPTIMAL
+    x = dict(zip(model.var_names, result.x))
+    xa, xb = x[f"x:{shared.key}>a"], x[f"x:{shared.key}>b"]
+    assert xa == pytest.approx(0.1) and xb <= 3 * xa + 1e-9
+    # b's remaining 4 − 10 · xb req/s on its own replicas: at xb = 0.3, 1 req/s, one own replica
+    assert xb == pytest.approx(0.3) and x[f"n:{own_b.key}"] == pytest.approx(1.0)
+    # with b at 0.3 req/s the mix carries it all: no own replica
+    model, result = solve(synthetic({"a": 1.0, "b": 0.3}, 100.0, objective="min_power"), prefill + [shared, own_b])
+    x = dict(zip(model.var_names, result.x))
+    assert x[f"n:{own_b.key}"] == pytest.approx(0.0) and x[f"n:{shared.key}"] == pytest.approx(1.0)
+
+
+def test_shared_replicas_carry_no_idle_share():
+    """A shared replica's class share is real traffic: at most what the class sends, so a fast class cannot be
+    padded with phantom sequences to let a slow class ride (b alone steps beyond the tier)."""
+    work = synthetic({"a": 0.1, "b": 4.0}, 100.0, objective="min_power")
+    prefill = [candidate(k, "prefill", "p", 100.0, 1.0) for k in ("a", "b")]
+    shared = shared_candidate([("a", 10.0, 0.020), ("b", 10.0, 0.060)], tpot_ms=40.0)
+    model, result = solve(work, prefill + [shared, candidate("b", "decode", "d", 10.0, 5000.0)])
+    x = dict(zip(model.var_names, result.x))
+    assert x[f"x:{shared.key}>a"] == pytest.approx(0.01)  # a's 0.1 req/s at 10 per replica
+    assert x[f"x:{shared.key}>b"] == pytest.approx(0.03)  # three times that, no more
+
+
+@pytest.fixture(scope="module")
+def shared_plan():
+    catalog = load_catalog()
+    return catalog, plan_workload(two_apps(True), catalog, PlanOptions(baseline=False))
+
+
+def tampered(plan, role: str, **update):
+    pools = tuple(p.model_copy(update=update) if p.role == role else p for p in plan.pools)
+    return plan.model_copy(update={"pools": pools})
+
+
+@pytest.mark.parametrize("role, update, check", [
+    ("decode", {"tpot_ms": 20.0}, "latency_recomputed"),           # a TPOT the mix does not step at
+    ("decode", {"serves": {"a": 3.0, "b": 9.0}}, "latency_recomputed"),  # more of b than its utilisation says
+    ("decode", {"serves": {"a": 3.0, "b": 0.0}}, "demand"),       # b's decode traffic served nowhere
+    ("prefill", {"ttft_ms": 10.0}, "latency_recomputed"),         # a TTFT the queue does not reach
+    ("prefill", {"batch": 4096}, "memory"),                       # 4,096 prompts' KV at once
+])
+def test_verify_recomputes_a_shared_pool(shared_plan, role, update, check):
+    catalog, plan = shared_plan
+    assert verify_plan(plan, catalog).ok
+    result = verify_plan(tampered(plan, role, **update), catalog)
+    assert not result.checks[check], result.messages
+
+
+def test_a_shared_pool_meets_every_slo_it_serves(shared_plan, catalog):
+    _, plan = shared_plan
+    tight = plan.workload.model_copy(update={"classes": (plan.workload.classes[0],
+                                                         plan.workload.classes[1].model_copy(update={"slo": plan.workload.classes[1].slo.model_copy(update={"tpot_ms": 10.0})}))})
+    result = verify_plan(plan.model_copy(update={"workload": tight}), catalog)
+    assert not result.checks["slo"] and any("b/pd_disagg/decode" in m for m in result.messages)
+
+
+def test_the_replay_sends_every_class_to_the_shared_pools(shared_plan):
+    catalog, plan = shared_plan
+    sim = simulate_plan(plan, RooflineModel(catalog), SimulationOptions(duration_s=120.0, seed=1))
+    by_class = {c.name: c for c in sim.classes}
+    assert set(by_class) == {"a", "b"}
+    assert all(c.simulated_tpot_ms is not None and np.isfinite(c.simulated_tpot_ms) for c in by_class.values())
+    assert sim.verdict == "meets"

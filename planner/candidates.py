@@ -10,11 +10,13 @@ requests per second per replica; ``utilization_cap`` is how much of it the queue
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import networkx as nx
 import numpy as np
 
 from planner.catalog import Catalog
-from planner.graph import strategies_of, units
+from planner.graph import build_task_graph, strategies_of, units
 from planner.perf.model import CostModel, RooflineModel, Silicon, UnsupportedDtype
 from planner.schema import STRATEGIES, Workload
 from planner.strategies import strategy
@@ -32,29 +34,40 @@ class StrategyError(ValueError):
 def generate_candidates(workload: Workload, catalog: Catalog, graph: nx.DiGraph,
                         options: CandidateOptions = CandidateOptions(),
                         costs: CostModel | None = None) -> tuple[list[Candidate], list[str]]:
-    """All non-dominated SLO-feasible candidates, and notes on devices that were skipped.
+    """All non-dominated SLO-feasible candidates, and notes on devices that were skipped. With several allowed
+    weights dtypes (``Workload.dtypes``) each is priced apart, its candidates marked with it.
 
     Raises StrategyError (bad input) when the workload allows a strategy its model cannot use.
     """
     costs = costs or RooflineModel(catalog)
-    model = costs.profile(workload.model, workload.dtype, workload.kv_dtype)
-    unusable = [s for s in workload.strategies if not strategy(s).applies(model)]
-    if unusable:
-        raise StrategyError(f"strategies: {', '.join(unusable)} needs an MoE model ({workload.model} is dense); "
-                            f"allowed for it: {', '.join(s for s in STRATEGIES if strategy(s).applies(model))}")
-    draft = None
-    if workload.spec_decode is not None:
-        draft = costs.profile(workload.spec_decode.draft_model, workload.dtype, workload.kv_dtype)
-    silicon, notes = _silicon(workload, catalog, costs)
-    ctx = Pricing(workload, model, draft, silicon, graph, options, costs)
     candidates: list[Candidate] = []
-    for rc in sorted(workload.classes, key=lambda c: c.name):
-        for name in strategies_of(graph, rc.name):
-            for unit in units(graph, rc.name, name):
-                candidates.extend(prune_dominated(strategy(name).price(unit, ctx, rc), workload))
-    if workload.shared_pools and "pd_disagg" in workload.strategies:
-        candidates.extend(strategy("pd_disagg").price_shared(ctx))
+    notes: list[str] = []
+    for dtype in workload.allowed_dtypes:
+        view = workload.at_dtype(dtype)
+        model = costs.profile(view.model, dtype, view.kv_dtype)
+        unusable = [s for s in view.strategies if not strategy(s).applies(model)]
+        if unusable:
+            raise StrategyError(f"strategies: {', '.join(unusable)} needs an MoE model ({view.model} is dense); "
+                                f"allowed for it: {', '.join(s for s in STRATEGIES if strategy(s).applies(model))}")
+        draft = costs.profile(view.spec_decode.draft_model, dtype, view.kv_dtype) if view.spec_decode is not None else None
+        silicon, skipped = _silicon(view, catalog, costs)
+        notes.extend(skipped)
+        at = graph if dtype == workload.dtype else build_task_graph(view, model, draft)  # KV sizes follow the dtype
+        priced = _priced(view, Pricing(view, model, draft, silicon, at, options, costs))
+        candidates.extend(priced if not workload.dtypes else [replace(c, dtype=dtype) for c in priced])
     return candidates, notes
+
+
+def _priced(workload: Workload, ctx: Pricing) -> list[Candidate]:
+    """The candidates of every (class, strategy, pool unit) of ``ctx``'s graph, and shared ones when allowed."""
+    out: list[Candidate] = []
+    for rc in sorted(workload.classes, key=lambda c: c.name):
+        for name in strategies_of(ctx.graph, rc.name):
+            for unit in units(ctx.graph, rc.name, name):
+                out.extend(prune_dominated(strategy(name).price(unit, ctx, rc), workload))
+    if workload.shared_pools and "pd_disagg" in workload.strategies:
+        out.extend(strategy("pd_disagg").price_shared(ctx))
+    return out
 
 
 def _silicon(workload: Workload, catalog: Catalog, costs: CostModel) -> tuple[list[Silicon], list[str]]:

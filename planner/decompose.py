@@ -212,7 +212,7 @@ def _strategy_scales(rc, units: dict, cands: list[Candidate], counts) -> dict[st
     """Per strategy of class ``rc``: the scale of its rate a fleet ``counts`` carries (its tightest pool unit)."""
     out = {}
     for (_, strategy), roles in units.items():
-        caps = [sum(n * c.effective_rps for c, n in zip(cands, counts) if (c.strategy, c.role) == (strategy, role))
+        caps = [sum(n * c.effective_rps for c, n in zip(cands, counts) if (c.route, c.role) == (strategy, role))
                 for role in roles]
         out[strategy] = min(caps, default=0.0) / rc.rate_rps
     return out

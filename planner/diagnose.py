@@ -22,7 +22,7 @@ SHORTFALL_FIELDS = ("ttft_ms", "tpot_ms")
 
 def unserved_classes(workload: Workload, candidates: list[Candidate], graph_units: dict) -> list[str]:
     """Classes with no strategy whose every pool unit has at least one candidate."""
-    have = {(c.class_name, c.strategy, c.role) for c in candidates}
+    have = {(c.class_name, c.route, c.role) for c in candidates}
     out = []
     for rc in workload.classes:
         ok = any(all((rc.name, s, u) in have for u in us) for (k, s), us in graph_units.items() if k == rc.name)

@@ -26,12 +26,13 @@ from planner.plan import (
     binding_constraints,
     classes_of,
     confidence_of,
+    device_dtypes,
     infeasible_plan,
     plan_status,
     pools_of,
-    shared_loads,
     replica_counts,
     scale_of,
+    shared_loads,
     solver_info,
     totals_of,
     traffic_split,
@@ -51,6 +52,7 @@ from planner.schema import (
     SimulationCheck,
     SolveSettings,
     Workload,
+    route_of,
 )
 from planner.sensitivity import SensitivityOptions, analyse
 from planner.simulate import SimulationOptions, SimulationStopped, simulate_plan
@@ -288,8 +290,9 @@ def price_workload(workload: Workload, catalog: Catalog, options: PlanOptions, c
     graph = task_graph.build_task_graph(workload, model, draft)
     priced, _ = generate_candidates(with_reference_device(workload), catalog, graph, options.candidates, costs)
     allowed = set(workload.constraints.devices or catalog.devices)
-    units = {(k, s): task_graph.units(graph, k, s)
-             for k in {rc.name for rc in workload.classes} for s in task_graph.strategies_of(graph, k)}
+    dtypes = workload.dtypes or (None,)  # each allowed dtype is its own route through each strategy
+    units = {(k, route_of(s, d)): task_graph.units(graph, k, s)
+             for k in {rc.name for rc in workload.classes} for s in task_graph.strategies_of(graph, k) for d in dtypes}
     return Priced(task_graph.to_json(graph), units, priced, [c for c in priced if set(c.devices_by_type) <= allowed])
 
 
@@ -539,6 +542,7 @@ def footprint_of(workload: Workload, units: dict, candidates: list[Candidate], p
     owned, used = workload.constraints.owned, plan.totals.devices_by_type
     added = {d: n - owned.get(d, 0) for d, n in used.items() if n > owned.get(d, 0)}
     devices = {d: costs.catalog.device(d) for d in added}
+    at = device_dtypes(plan.pools, workload.dtype)
     alone = owned_fleet(workload, units, candidates, options)
     mine = (plan.goodput_scale, plan.totals.cost_usd_per_hour, plan.totals.power_kw)
     gain = (None if alone.status == "infeasible"
@@ -548,7 +552,7 @@ def footprint_of(workload: Workload, units: dict, candidates: list[Candidate], p
         added=dict(sorted(added.items())),
         added_cost_usd_per_hour=sum(k * devices[d].price_usd_per_hour for d, k in added.items()),
         added_capex_usd=sum(k * devices[d].price_usd for d, k in added.items()),
-        added_power_kw=sum(workload.constraints.pue * costs.silicon(devices[d], workload.dtype).replica_power_w(k)
+        added_power_kw=sum(workload.constraints.pue * costs.silicon(devices[d], at[d]).replica_power_w(k)
                            for d, k in added.items()) / WATTS_PER_KW,
         owned_only=alone, gain=gain)
 

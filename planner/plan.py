@@ -78,7 +78,7 @@ def pools_of(workload: Workload, candidates: list[Candidate], counts: np.ndarray
     on_shared: dict[tuple[str, str, str], float] = defaultdict(float)
     for c in candidates:
         for load in c.mix:
-            on_shared[(load.class_name, c.strategy, c.role)] += c.utilization_cap * load.capacity_rps * loads.get((c.key, load.class_name), 0.0)
+            on_shared[(load.class_name, c.route, c.role)] += c.utilization_cap * load.capacity_rps * loads.get((c.key, load.class_name), 0.0)
     pue = workload.constraints.pue
     pools = []
     for c, n in zip(candidates, counts):
@@ -87,9 +87,9 @@ def pools_of(workload: Workload, candidates: list[Candidate], counts: np.ndarray
         if c.mix:
             pools.append(shared_pool(c, int(n), loads, pue, slo_percentile[c.class_name]))
             continue
-        unit = (c.class_name, c.strategy, c.role)
-        served = max(0.0, rate[c.class_name] * split.get((c.class_name, c.strategy), 0.0) - on_shared[unit])
-        siblings = [(d, m) for d, m in zip(candidates, counts) if m > 0 and not d.mix and (d.class_name, d.strategy, d.role) == unit]
+        unit = (c.class_name, c.route, c.role)
+        served = max(0.0, rate[c.class_name] * split.get((c.class_name, c.route), 0.0) - on_shared[unit])
+        siblings = [(d, m) for d, m in zip(candidates, counts) if m > 0 and not d.mix and (d.class_name, d.route, d.role) == unit]
         unit_capacity = sum(m * d.effective_rps for d, m in siblings)
         share = n * c.effective_rps / unit_capacity if unit_capacity else 0.0
         utilization = served * share / (n * c.capacity_rps) if c.capacity_rps else 0.0
@@ -107,7 +107,7 @@ def pools_of(workload: Workload, candidates: list[Candidate], counts: np.ndarray
             ttft_ms=_ttft_at(c, utilization, slo_percentile[c.class_name]), tpot_ms=c.tpot_ms,
             partner_device=c.partner_device, partner_tp=c.partner_tp, partner_role=c.partner_role,
             partner_replicas=int(n) if c.partner_device else None, draft_tokens=c.extra.get("draft_tokens"),
-            limited_by=c.limited_by,
+            limited_by=c.limited_by, dtype=c.dtype,
         ))
     return pools
 
@@ -131,7 +131,7 @@ def shared_pool(c: Candidate, n: int, loads: dict[tuple[str, str], float], pue: 
         power_kw=n * pue * c.power_w / WATTS_PER_KW, cost_usd_per_hour=n * c.cost_usd_per_hour, capex_usd=n * c.capex_usd,
         utilization=total / n, utilization_cap=c.utilization_cap, capacity_rps=capacity, served_rps=served,
         ttft_ms=_ttft_at(c, total / n, percentile), tpot_ms=s_to_ms(step) if c.role == "decode" else None,
-        limited_by=c.limited_by, serves=serves,
+        limited_by=c.limited_by, serves=serves, dtype=c.dtype,
     )
 
 
@@ -208,7 +208,7 @@ def confidence_of(workload: Workload, pools: list[Pool], costs) -> list[DeviceCo
     out = []
     for device_id in sorted({d for p in pools for d in p.devices_by_type}):
         mine = [p for p in pools if p.device == device_id] or [p for p in pools if device_id in p.devices_by_type]
-        verdict = costs.confidence(device_id, weights_dtype=workload.dtype, tp=max(p.tp for p in mine), isl=isl,
+        verdict = costs.confidence(device_id, weights_dtype=mine[0].dtype or workload.dtype, tp=max(p.tp for p in mine), isl=isl,
                                    batch=max(p.batch for p in mine))
         provenance = costs.catalog.device(device_id).provenance
         estimated = sorted(k for k, p in provenance.items() if p.estimate and _is_plan_input(k))
@@ -278,6 +278,11 @@ def gain_lines(plan: Plan) -> list[str]:
     return lines
 
 
+def device_dtypes(pools, default: str) -> dict[str, str]:
+    """A weights dtype each device type of ``pools`` runs at (its pools', else ``default``): what its silicon is priced at."""
+    return {d: p.dtype or default for p in pools for d in p.devices_by_type}
+
+
 def totals_of(pools: list[Pool], pue: float) -> Totals:
     by_type: dict[str, int] = defaultdict(int)
     for p in pools:
@@ -328,10 +333,10 @@ def binding_constraints(workload: Workload, candidates: list[Candidate], pools: 
     binding = []
     # growing the plan means adding a replica to every pool unit in use: power binds when the
     # headroom cannot buy the smallest replica of the hungriest unit in use
-    used = {(p.class_name, p.strategy, p.role) for p in pools}
+    used = {(p.class_name, p.route, p.role) for p in pools}
     smallest = {}
     for c in candidates:
-        unit = (c.class_name, c.strategy, c.role)
+        unit = (c.class_name, c.route, c.role)
         if unit in used:
             smallest[unit] = min(smallest.get(unit, float("inf")), pue * c.power_w / WATTS_PER_KW)
     if smallest and cons.power_budget_kw - totals.power_kw < max(smallest.values()) - 1e-9:

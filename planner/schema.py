@@ -8,7 +8,7 @@ over its limit (``MAX_*`` below) or an unknown dtype is rejected with a message 
 from __future__ import annotations
 
 import datetime as dt
-from typing import Annotated, Literal
+from typing import Annotated, Literal, get_args
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PlainSerializer, model_validator
 
@@ -364,8 +364,10 @@ class Workload(Frozen):
     """What to serve: a model, its traffic classes with SLOs, how it may be served, and the limits."""
 
     model: Id
-    dtype: WeightsDtype = "bf16"
+    dtype: WeightsDtype = "bf16"  # with ``dtypes``: the first of them unless given
     kv_dtype: WeightsDtype | None = None  # default: fp8 for 4-bit weights, else the weights dtype
+    #: weights dtypes the plan may choose per pool (a request's prefill and decode at one of them); empty: ``dtype``
+    dtypes: tuple[WeightsDtype, ...] = Field(default=(), max_length=6)
     classes: tuple[RequestClass, ...] = Field(min_length=1, max_length=MAX_CLASSES)
     strategies: tuple[Strategy, ...] = ("aggregated", "pd_disagg")
     spec_decode: SpecDecodeSettings | None = None
@@ -379,8 +381,22 @@ class Workload(Frozen):
     #: applies: worth it for small fleets, where whole replicas per class are the waste
     shared_pools: bool = False
 
+    @property
+    def allowed_dtypes(self) -> tuple[str, ...]:
+        """The weights dtypes pools may use: ``dtypes``, or ``dtype`` alone."""
+        return self.dtypes or (self.dtype,)
+
+    def at_dtype(self, dtype: str) -> Workload:
+        """This workload served at weights ``dtype`` alone (a pool's view of it)."""
+        return self if self.dtypes == () and dtype == self.dtype else self.model_copy(update={"dtype": dtype, "dtypes": ()})
+
     @model_validator(mode="after")
     def _consistent(self) -> Workload:
+        if self.dtypes and "dtype" not in self.model_fields_set:
+            object.__setattr__(self, "dtype", self.dtypes[0])  # still being built: the first allowed is the default
+        if self.dtypes and (len(set(self.dtypes)) != len(self.dtypes) or self.dtype not in self.dtypes):
+            raise ValueError(f"dtypes: {list(self.dtypes)} must be distinct and include dtype ({self.dtype}); "
+                             f"allowed: {', '.join(get_args(WeightsDtype))}")
         names = [c.name for c in self.classes]
         if len(set(names)) != len(names):
             raise ValueError(f"classes: duplicate class names in {names}")
@@ -498,6 +514,17 @@ class SolverInfo(Out):
     engine_version: str = ""
 
 
+def route_of(strategy: str, dtype: str | None) -> str:
+    """A class's traffic split key: ``pd_disagg``, or ``pd_disagg@fp8`` when pools choose their dtype (a request's
+    prefill and decode then run at one dtype, so each dtype is its own way through the strategy)."""
+    return f"{strategy}@{dtype}" if dtype else strategy
+
+
+def strategy_of(route: str) -> str:
+    """The strategy of a route (``route_of``)."""
+    return route.split("@", 1)[0]
+
+
 class Pool(Out):
     """Replicas of one configuration serving one task of one class (or, shared, of several) under one strategy."""
 
@@ -531,9 +558,16 @@ class Pool(Out):
     #: utilisation the wait sees, so the high end of a loaded prefill pool is if anything understated)
     ttft_ms_range: tuple[float, float] | None = None
     tpot_ms_range: tuple[float, float] | None = None
+    #: the pool's weights dtype when the workload lets pools choose (``dtypes``); None: the workload's ``dtype``
+    dtype: str | None = None
     #: a pool shared by several classes (``class`` is the one whose SLO bounds it): requests/s of each class it may
     #: serve (0 for one it carries none of)
     serves: dict[str, float] | None = None
+
+    @property
+    def route(self) -> str:
+        """The way its class's traffic reaches it: its strategy, at its dtype when pools choose (``route_of``)."""
+        return route_of(self.strategy, self.dtype)
 
     def served_by_class(self) -> dict[str, float]:
         """Requests/s of each class the pool carries (the whole pool): its class's, or each class it shares."""

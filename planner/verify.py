@@ -15,8 +15,9 @@ from collections import defaultdict
 
 from planner.catalog import Catalog
 from planner.perf.model import RooflineModel
+from planner.plan import device_dtypes
 from planner.queueing import UTILIZATION_CAP
-from planner.schema import Plan, Pool, Verification
+from planner.schema import Plan, Pool, Verification, strategy_of
 from planner.strategies import strategy
 from planner.strategies.base import REL_TOL, CandidateOptions, Checking, partner_count
 from planner.units import WATTS_PER_KW
@@ -27,11 +28,7 @@ def verify_plan(plan: Plan, catalog: Catalog, options: CandidateOptions = Candid
     workload = plan.workload
     classes = {rc.name: rc for rc in workload.classes}
     costs = RooflineModel(catalog)
-    model = costs.profile(workload.model, workload.dtype, workload.kv_dtype)
-    draft = None
-    if workload.spec_decode is not None:
-        draft = costs.profile(workload.spec_decode.draft_model, workload.dtype, workload.kv_dtype)
-    checking = Checking(workload, model, draft, options, costs)
+    checking = {d: checking_at(workload.at_dtype(d), options, costs) for d in workload.allowed_dtypes}
     messages: list[str] = []
     worst = 0.0
 
@@ -53,7 +50,12 @@ def verify_plan(plan: Plan, catalog: Catalog, options: CandidateOptions = Candid
             if pool.tpot_ms is not None:
                 slo_ok &= check(pool.tpot_ms <= slo.tpot_ms * (1 + REL_TOL), pool.tpot_ms - slo.tpot_ms,
                                 f"{name}/{pool.strategy}/{pool.role} on {pool.device}: TPOT {pool.tpot_ms:.2f} ms > SLO")
-        again = strategy(pool.strategy).recheck(pool, rc, checking)
+        if (pool.dtype or workload.dtype) not in checking or (pool.dtype is None) != (not workload.dtypes):
+            check(False, 0.0, f"{pool.class_name}/{pool.strategy}/{pool.role} on {pool.device}: dtype {pool.dtype} is not "
+                              f"one the workload allows ({', '.join(workload.allowed_dtypes)})")
+            latency_ok = False
+            continue
+        again = strategy(pool.strategy).recheck(pool, rc, checking[pool.dtype or workload.dtype])
         name = f"{pool.class_name}/{pool.strategy}/{pool.role} on {pool.device}x{pool.tp}"
         latency_ok &= check(again.latency_ok, 0.0, again.note)
         memory_ok &= check(again.memory_ok, 0.0, f"{name}: batch {pool.batch} does not fit")
@@ -70,7 +72,7 @@ def verify_plan(plan: Plan, catalog: Catalog, options: CandidateOptions = Candid
     served = defaultdict(float)
     for pool in plan.pools:
         for name, rps in pool.served_by_class().items():
-            served[(name, pool.strategy, pool.role)] += rps
+            served[(name, pool.route, pool.role)] += rps
         cap = min(pool.utilization_cap, UTILIZATION_CAP)
         utilization = pool.served_rps / pool.capacity_rps if pool.capacity_rps > 0 else float("inf")
         demand_ok &= check(utilization <= cap + REL_TOL, utilization - cap,
@@ -81,7 +83,7 @@ def verify_plan(plan: Plan, catalog: Catalog, options: CandidateOptions = Candid
             split_ok &= check(abs(total - 1.0) < 1e-5, abs(total - 1.0), f"class {result.name}: shares sum to {total}")
             for name, share in result.strategy_shares.items():
                 need = classes[result.name].rate_rps * plan.goodput_scale * share
-                for role in units.get((result.name, name), ()):
+                for role in units.get((result.name, strategy_of(name)), ()):
                     got = served.get((result.name, name, role), 0.0)
                     demand_ok &= check(got >= need * (1 - 1e-5), need - got,
                                        f"class {result.name}/{name}/{role}: serves {got:.3f} of {need:.3f} req/s")
@@ -90,7 +92,7 @@ def verify_plan(plan: Plan, catalog: Catalog, options: CandidateOptions = Candid
     for message in count_messages:
         check(False, 0.0, message)
     count_ok = not count_messages
-    power_kw, cost = _price(plan, catalog, by_type)
+    power_kw, cost = _price(plan, catalog, by_type, device_dtypes(plan.pools, workload.dtype))
     cons = workload.constraints
     power_ok = check(power_kw <= cons.power_budget_kw * (1 + REL_TOL), power_kw - cons.power_budget_kw,
                      f"power {power_kw:.1f} kW > budget {cons.power_budget_kw} kW")
@@ -118,6 +120,13 @@ def verify_plan(plan: Plan, catalog: Catalog, options: CandidateOptions = Candid
     return Verification(ok=all(checks.values()), max_violation=float(worst), checks=checks, messages=tuple(messages))
 
 
+def checking_at(workload, options: CandidateOptions, costs) -> Checking:
+    """What a re-check of a pool at ``workload.dtype`` recomputes with."""
+    model = costs.profile(workload.model, workload.dtype, workload.kv_dtype)
+    draft = costs.profile(workload.spec_decode.draft_model, workload.dtype, workload.kv_dtype) if workload.spec_decode else None
+    return Checking(workload, model, draft, options, costs)
+
+
 def pool_devices(pool: Pool) -> dict[str, int]:
     """Devices of a pool recounted from its shape: ``tp × replicas`` of its device, plus ``partner_tp ×
     partner_replicas`` of a partner on its own devices (a draft server or an expert pool; one per replica
@@ -142,12 +151,13 @@ def recount_devices(pools: tuple[Pool, ...]) -> tuple[dict[str, int], list[str]]
     return dict(by_type), messages
 
 
-def _price(plan: Plan, catalog: Catalog, by_type: dict[str, int]) -> tuple[float, float]:
-    """Facility power (kW) and $/h of ``by_type`` devices, from catalog TDPs and prices."""
+def _price(plan: Plan, catalog: Catalog, by_type: dict[str, int], dtypes: dict[str, str]) -> tuple[float, float]:
+    """Facility power (kW) and $/h of ``by_type`` devices, from catalog TDPs and prices (each device type at a dtype
+    a pool runs it at, ``dtypes``)."""
     power_w = cost = 0.0
     costs = RooflineModel(catalog)
     for device_id, count in by_type.items():
         d = catalog.device(device_id)
-        power_w += costs.silicon(d, plan.workload.dtype).replica_power_w(count)
+        power_w += costs.silicon(d, dtypes.get(device_id, plan.workload.dtype)).replica_power_w(count)
         cost += count * d.price_usd_per_hour
     return plan.workload.constraints.pue * power_w / WATTS_PER_KW, cost

@@ -51,8 +51,9 @@ def pool_spec(plan: Plan, pool: Pool, moe: bool, vllm_device: str | None) -> Poo
     workload = plan.workload
     rc = next(c for c in workload.classes if c.name == pool.class_name)
     spec = workload.spec_decode if pool.strategy == "spec_decode" and pool.role == "decode" else None
-    return PoolSpec(pool=pool, request_class=rc, model=workload.model, dtype=workload.dtype,
-                    kv_dtype=workload.kv_dtype or default_kv_dtype(workload.dtype), moe=moe,
+    dtype = pool.dtype or workload.dtype
+    return PoolSpec(pool=pool, request_class=rc, model=workload.model, dtype=dtype,
+                    kv_dtype=workload.kv_dtype or default_kv_dtype(dtype), moe=moe,
                     draft_model=spec.draft_model if spec else None,
                     draft_tokens=(pool.draft_tokens or spec.draft_tokens or 0) if spec else 0,
                     vllm_device=vllm_device)

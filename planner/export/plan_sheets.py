@@ -107,7 +107,7 @@ def write_bom_sheet(ws, style, lines: list[BomLine], pue: float, title: str) -> 
 
 POOL_COLUMNS = [
     Column("class", "Class", 16),
-    Column("strategy", "Strategy", 12),
+    Column("strategy", "Strategy (@ weights dtype when pools choose)", 14),
     Column("role", "Role", 11),
     Column("device", "Device", 14),
     Column("tp", "TP (devices per replica)", 12, "int"),
@@ -133,7 +133,7 @@ def pool_values(pool: Pool) -> dict[str, object]:
     partner = partner_text(pool)
     by_type = mix_text(pool.devices_by_type)
     values = {column.key: getattr(pool, column.key, None) for column in POOL_COLUMNS}
-    return {**values, "class": classes_text(pool), "partner": partner, "devices_by_type": by_type}
+    return {**values, "class": classes_text(pool), "strategy": pool.route, "partner": partner, "devices_by_type": by_type}
 
 
 def write_pools_sheet(ws, style, plan: Plan) -> None:

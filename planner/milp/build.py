@@ -140,7 +140,7 @@ def add_demand(b: ModelBuilder, workload: Workload, units: dict, candidates: lis
     groups = defaultdict(list, {unit: list(cols) for unit, cols in shared.items()})
     for c, j in zip(candidates, n):
         if not c.mix:
-            groups[(c.class_name, c.strategy, c.role)].append((j, c.effective_rps))
+            groups[(c.class_name, c.route, c.role)].append((j, c.effective_rps))
     for (k, s, u), cols in sorted(shared.items()):  # real traffic only: no idle share may pad a mix's step
         j_z = z.get((k, s))
         if j_z is not None:
@@ -170,7 +170,7 @@ def add_shared(b: ModelBuilder, candidates: list[Candidate], n: list[int]) -> de
     for c, j in shared:
         cols = [next(x) for _ in c.mix]
         for col, load in zip(cols, c.mix):
-            groups[(load.class_name, c.strategy, c.role)].append((col, c.utilization_cap * load.capacity_rps))
+            groups[(load.class_name, c.route, c.role)].append((col, c.utilization_cap * load.capacity_rps))
         b.add_row(f"share:{c.key}", cols + [j], [1.0] * len(cols) + [-1.0], hi=0.0)
         tier = [1.0 - c.tpot_ms / s_to_ms(load.step_s) for load in c.mix] if c.role == "decode" else [0.0]
         if max(tier) > 0:  # a shared prefill replica counts every request at its tier's longest service

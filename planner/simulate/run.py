@@ -51,18 +51,22 @@ def simulate_plan(plan: Plan, costs: CostModel, options: SimulationOptions = Sim
     if not runs:
         raise SimulationError(f"pools: the plan (status {plan.status}) has no pool that serves traffic")
     workload = plan.workload
-    ctx = ServiceContext(workload, costs.profile(workload.model, workload.dtype, workload.kv_dtype),
-                  costs.profile(workload.spec_decode.draft_model, workload.dtype, workload.kv_dtype)
-                  if workload.spec_decode else None, costs, options.chunk_tokens)
+    contexts = {d: context_at(workload.at_dtype(d), costs, options.chunk_tokens) for d in workload.allowed_dtypes}
     classes = {rc.name: rc for rc in workload.classes}
     env = simpy.Environment()
     outstanding = Outstanding(env)
     for i, run in enumerate(runs):
-        _start_pool(env, i, run, classes, ctx, options, outstanding)
+        _start_pool(env, i, run, classes, contexts[run.pool.dtype or workload.dtype], options, outstanding)
     _run(env, options.duration_s, outstanding, should_stop or (lambda: False))
     # a request is counted where it enters the fleet: at its prefill or aggregated pool
     requests = sum(t.entered for r in runs if r.pool.role != "decode" for t in r.tallies)
     return summarize(plan, runs, options, requests=requests, unfinished=outstanding.by_class, end_s=float(env.now))
+
+
+def context_at(workload: Workload, costs: CostModel, chunk_tokens: int) -> ServiceContext:
+    """Service times of pools at ``workload.dtype``."""
+    draft = costs.profile(workload.spec_decode.draft_model, workload.dtype, workload.kv_dtype) if workload.spec_decode else None
+    return ServiceContext(workload, costs.profile(workload.model, workload.dtype, workload.kv_dtype), draft, costs, chunk_tokens)
 
 
 def _run(env: simpy.Environment, horizon: float, outstanding: Outstanding, should_stop: Callable[[], bool]) -> None:

@@ -16,7 +16,7 @@ import numpy as np
 
 from planner.perf.model import CostModel, ModelProfile, Silicon, paged_kv_tokens, transfer_s
 from planner.queueing import max_utilization_at, wait_s
-from planner.schema import Pool, RequestClass, Workload
+from planner.schema import Pool, RequestClass, Workload, route_of
 from planner.units import ms_to_s, s_to_ms
 
 #: token ids crossing between draft and verifier, bytes per token.
@@ -83,6 +83,8 @@ class Candidate:
     partner_share: int = 1  # target replicas per partner replica (M:N)
     price_by_type: dict[str, float] = field(default_factory=dict, compare=False)  # $/h of one device of each type
     extra: dict = field(default_factory=dict, compare=False)
+    #: its weights dtype when the workload lets pools choose (``Workload.dtypes``), else None
+    dtype: str | None = None
     #: a shared replica: every class it may serve (``class_name`` is the one whose TPOT SLO bounds the mix's step);
     #: empty for a replica of ``class_name`` alone
     mix: tuple[ClassLoad, ...] = ()
@@ -92,8 +94,13 @@ class Candidate:
         partner = f"+{self.partner_role}:{self.partner_device}x{self.partner_tp}" if self.partner_device else ""
         share = f"/{self.partner_share}" if self.partner_share > 1 else ""
         if self.mix:
-            return f"shared:{self.class_name}/{self.strategy}/{self.role}/{self.device}x{self.tp}@{self.batch}"
-        return f"{self.class_name}/{self.strategy}/{self.role}/{self.device}x{self.tp}{partner}{share}"
+            return f"shared:{self.class_name}/{self.route}/{self.role}/{self.device}x{self.tp}#{self.batch}"
+        return f"{self.class_name}/{self.route}/{self.role}/{self.device}x{self.tp}{partner}{share}"
+
+    @property
+    def route(self) -> str:
+        """The (class traffic) split it serves: its strategy, at its dtype when pools choose (``route_of``)."""
+        return route_of(self.strategy, self.dtype)
 
     @property
     def devices(self) -> int:

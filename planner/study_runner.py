@@ -275,9 +275,9 @@ def run_study(spec: StudySpec, out_dir: Path, executor: ExecutorSpec = ExecutorS
     return summary
 
 
-def through(executor: ExecutorSpec) -> Solve:
-    """Scenarios on ``executor``'s workers, outcomes as they complete; the ones a crash interrupted are submitted
-    again on a fresh executor, ``RETRIES_AFTER_CRASH`` times.
+def through(executor: ExecutorSpec, work: Callable[[dict], dict] = solve_scenario) -> Solve:
+    """Scenarios on ``executor``'s workers (each runs ``work`` on a scenario's task), outcomes as they complete;
+    the ones a crash interrupted are submitted again on a fresh executor, ``RETRIES_AFTER_CRASH`` times.
 
     A scenario the planner fails on is an outcome like any other (solving it again fails again); one lost to
     the infrastructure (a dead worker process, a lost Dask worker) is transient.
@@ -287,7 +287,7 @@ def through(executor: ExecutorSpec) -> Solve:
         for attempt in range(RETRIES_AFTER_CRASH + 1):
             broken: list[Pending] = []
             with open_executor(executor) as pool:
-                futures: dict[Future, Pending] = {pool.submit(solve_scenario, p.task): p for p in pending}
+                futures: dict[Future, Pending] = {pool.submit(work, p.task): p for p in pending}
                 for future in as_completed(futures):
                     p = futures[future]
                     try:

@@ -1,16 +1,20 @@
-"""The study loop's two seams: a row ``admit`` refuses ends the run with nothing more kept (what a REST cancel
-relies on), ``in_thread`` stops where ``may_start`` or a cancelled token says; either way a rerun solves only the
-scenarios the journal does not hold, and reports progress from there."""
+"""The study loop's seams: a row ``admit`` refuses ends the run with nothing more kept (what a REST cancel relies
+on); ``in_thread`` stops where ``may_start`` or a cancelled token says; ``through`` solves again on a fresh pool
+what a worker crash interrupted, and a scenario that keeps killing its worker is a row of that run only. A rerun
+solves only the scenarios the journal does not hold, and reports progress from there."""
 
 from __future__ import annotations
 
+import os
 from contextlib import contextmanager
+from pathlib import Path
 
 import pytest
 
 from planner.solvers.cancel import CancelToken
 from planner.study import StudySpec
-from planner.study_runner import JOURNAL, StudyLoop, in_thread, journal_records, run_scenarios
+from planner.executors import ExecutorSpec
+from planner.study_runner import JOURNAL, StudyLoop, in_thread, journal_records, run_scenarios, solve_scenario, through
 from tests.test_study_runner import WORKLOAD
 
 
@@ -78,3 +82,35 @@ def test_a_cancelled_token_leaves_no_row(spec, catalog, tmp_path):
     token.cancel()
     assert run_scenarios(spec, tmp_path, catalog, StudyLoop(in_thread(catalog, token))) is None
     assert (tmp_path / "study.yaml").exists() and not (tmp_path / JOURNAL).exists()
+
+
+CRASHES = "SILICONMIX_TEST_CRASH_DIR"  # where crash_once leaves its marker (the workers inherit the environment)
+
+
+def crash_once(task: dict) -> dict:
+    """A worker task that kills its worker process the first time any scenario is solved, then solves as usual."""
+    marker = Path(os.environ[CRASHES]) / "crashed"
+    if not marker.exists():
+        marker.touch()
+        os._exit(1)
+    return solve_scenario(task)
+
+
+def crash_always(task: dict) -> dict:
+    os._exit(1)
+
+
+def test_scenarios_a_worker_crash_interrupted_are_solved_again_on_a_fresh_pool(spec, catalog, tmp_path, monkeypatch):
+    monkeypatch.setenv(CRASHES, str(tmp_path))
+    summary = run_scenarios(spec, tmp_path / "out", catalog, StudyLoop(through(ExecutorSpec("local", workers=1), crash_once)))
+    assert (tmp_path / "crashed").exists()  # the first pool broke
+    assert summary.failed == 0 and len(journal_records(tmp_path / "out")) == 3
+
+
+def test_a_scenario_whose_worker_always_dies_is_a_row_of_this_run_only(catalog, tmp_path):
+    spec = StudySpec.model_validate({"name": "crash", "base": WORKLOAD, "options": {"baseline": False},
+                                     "axes": [{"name": "tpot_ms", "param": "slo.tpot_ms", "values": [50]}]})
+    summary = run_scenarios(spec, tmp_path, catalog, StudyLoop(through(ExecutorSpec("local", workers=1), crash_always)))
+    assert [(r["status"], r["reason"]) for r in summary.rows] == [
+        ("error", "the worker process died while solving this scenario; rerun to retry")]
+    assert journal_records(tmp_path) == [] and (tmp_path / "results.csv").exists()  # not journaled: the next run retries it

@@ -27,8 +27,6 @@ from planner.progress import Progress, observed
 from planner.plan import infeasible_plan
 from planner.provenance import stamp
 from planner.schema import Diagnosis, Plan, SolverInfo, SolveSettings, Workload
-from planner.sensitivity import SensitivityOptions
-from planner.simulate import SimulationOptions
 from planner.solvers.cancel import CancelToken, SolveCancelled, cancellable
 
 #: share of a request's time_limit_s each MILP solve may take (the tie-break stage takes 30% of that, the
@@ -60,10 +58,7 @@ class PlanJob:
 
     def options(self, share: float = 1.0) -> PlanOptions:
         """The planner's options for this job, each MILP solve getting ``share`` of its time limit."""
-        sensitivity = SensitivityOptions(delta=self.sensitivity_delta) if self.sensitivity_delta is not None else None
-        return PlanOptions(solver=self.solver, engine=self.engine, time_limit_s=share * self.time_limit_s,
-                           relative_gap=self.relative_gap, baseline=self.baseline, sensitivity=sensitivity,
-                           alternatives=self.alternatives, simulate=SimulationOptions() if self.simulate else None)
+        return PlanOptions.of({**vars(self), "time_limit_s": share * self.time_limit_s})
 
 
 def run_plan(job: PlanJob, token: CancelToken | None = None) -> str:

@@ -1,55 +1,39 @@
 """Background studies: a small thread pool owned by the app's lifespan (``SILICONMIX_STUDY_WORKERS``).
 
-Each study solves its scenarios one after the other in its pool thread (no process pool inside the server:
-the catalog is shared, and each solve is bounded by the study's ``options.time_limit_s``). Under the job's
-cancel token the MILPs themselves run in the solver child processes (``planner.solvers.isolated``), so a
-cancel, or the server stopping, also stops the scenario being solved. Every finished scenario is appended to
-the study folder's ``rows.jsonl`` journal, the same journal ``siliconmix study`` writes, so a study resumed
-after a restart solves only what is missing; at the end the folder gets the CLI's outputs (results.csv/.parquet,
-pareto.csv, charts, report.html).
+Each study runs the study loop of ``siliconmix study`` (``planner.study_runner.run_scenarios``: the same
+journal, rows and outputs) with its scenarios solved one after the other in its pool thread (``in_thread``: no
+process pool inside the server, the catalog is shared, and each solve is bounded by the study's
+``options.time_limit_s``). Under the job's cancel token the MILPs themselves run in the solver child processes
+(``planner.solvers.isolated``), so a cancel, or the server stopping, also stops the scenario being solved.
+Every finished scenario is appended to the study folder's ``rows.jsonl`` journal, so a study resumed after a
+restart solves only what is missing; at the end the folder gets results.csv/.parquet, pareto.csv, charts and
+report.html.
 
 Status changes are conditional updates in the database: ``queued -> running -> succeeded | failed``,
 ``queued | running -> cancelled`` (DELETE), ``queued | running -> interrupted`` (server stopped). A cancel
-holds the job's lock while it marks the study, and the job journals a row only under that lock after
-checking the flag, so no row is added once a study reads ``cancelled``.
+holds the job's lock while it marks the study, and the job journals a row (and writes the outputs and marks
+the study succeeded) only under that lock after checking the flag, so no row is added once a study reads
+``cancelled``.
 """
 
 from __future__ import annotations
 
-import datetime
 import logging
 import threading
-import time
 from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterator
 
 from api.store import StudyRow, StudyStore
 from planner.catalog import Catalog
-from planner.optimize import PlanOptions, plan_workload
-from planner.schema import Workload
-from planner.solvers.cancel import CancelToken, SolveCancelled, cancellable
-from planner.study import StudySpec, analyse, error_row, expand, result_row, table_row, with_prices
-from planner.study_runner import (
-    JOURNAL, Journal, run_key, scenario_task, solve_context, write_outputs, write_provenance, write_spec,
-)
+from planner.solvers.cancel import CancelToken
+from planner.study import StudySpec
+from planner.study_runner import StudyLoop, in_thread, run_scenarios
 
 log = logging.getLogger("siliconmix.api")
 STOPPED = "the server stopped before the study finished"
-
-
-def solve_in_process(task: dict, catalog: Catalog) -> dict:
-    """``study_runner.solve_scenario`` with the server's catalog: one row; raises only SolveCancelled."""
-    start = time.perf_counter()
-    try:
-        plan = plan_workload(Workload.model_validate(task["workload"]), with_prices(catalog, task["prices"]),
-                             PlanOptions.of(task["options"]))
-        return result_row(plan, time.perf_counter() - start)
-    except SolveCancelled:  # cancelled or stopping: no row, the scenario is not done
-        raise
-    except Exception as exc:  # noqa: BLE001 - a study records failures instead of stopping
-        return error_row(f"{type(exc).__name__}: {exc}", time.perf_counter() - start)
 
 
 def first_line(exc: BaseException) -> str:
@@ -165,48 +149,24 @@ class StudyJobs:
                 return  # cancelled while queued
         if catalog is None:
             raise RuntimeError("the catalog is not loaded")
-        out = self.folder(study_id)
-        out.mkdir(parents=True, exist_ok=True)
-        scenarios = expand(spec, catalog)
-        context = solve_context(catalog)
-        write_spec(spec, out / "study.yaml", f"POST /v1/studies ({study_id})")
-        write_provenance(spec, catalog, out)
-        journal = Journal(out / JOURNAL)
-        done = journal.load()
-        keys = [run_key(s, spec, context) for s in scenarios]
-        self.store.progress(study_id, sum(k in done for k in keys))
-        for scenario, key in zip(scenarios, keys):
-            if key in done:
-                continue
+
+        def may_start(index: int) -> bool:
             if self.before_scenario is not None:
-                self.before_scenario(study_id, scenario.index)
-            if job.cancel.is_set() or self._stopping.is_set():
-                break
-            try:
-                with cancellable(job.token):
-                    result = solve_in_process(scenario_task(scenario, spec), catalog)
-            except SolveCancelled:
-                break
+                self.before_scenario(study_id, index)
+            return not (job.cancel.is_set() or self._stopping.is_set())
+
+        @contextmanager
+        def unless_cancelled() -> Iterator[bool]:
+            """A row (or the outputs) is kept only under the lock, and only while DELETE has not marked the study."""
             with job.lock:
-                if job.cancel.is_set():  # DELETE marked it cancelled while this scenario solved: drop the row
-                    return
-                record = {"run_key": key, "hash": scenario.hash, "scenario": scenario.key,
-                          "finished_at": datetime.datetime.now(datetime.UTC).isoformat(), **result}
-                journal.append(record)
-                done[key] = record
-                self.store.progress(study_id, sum(k in done for k in keys))
-        if job.cancel.is_set():
-            return
-        if self._stopping.is_set() and not all(k in done for k in keys):
-            self.store.transition(study_id, "interrupted", ("running",),
-                                  error=STOPPED)
-            return
-        with job.lock:
-            if job.cancel.is_set():
-                return
-            rows = [table_row(s, done[k]) for s, k in zip(scenarios, keys)]
-            write_outputs(spec, rows, analyse(spec, scenarios, rows), out)
-            self.store.transition(study_id, "succeeded", ("running",), done=len(scenarios))
+                yield not job.cancel.is_set()
+
+        loop = StudyLoop(in_thread(catalog, job.token, may_start), unless_cancelled,
+                         on_progress=lambda done, _total: self.store.progress(study_id, done),
+                         on_complete=lambda s: self.store.transition(study_id, "succeeded", ("running",), done=s.total))
+        finished = run_scenarios(spec, self.folder(study_id), catalog, loop, f"POST /v1/studies ({study_id})")
+        if finished is None and not job.cancel.is_set():  # only the server stopping ends a study early otherwise
+            self.store.transition(study_id, "interrupted", ("running",), error=STOPPED)
 
 
 def row_is_final(row: StudyRow) -> bool:

@@ -275,8 +275,6 @@ def plan_command(
 ) -> None:
     """Plan the fleet: which silicon runs which task, how many, configured how."""
     from planner.optimize import PlanOptions, plan_workload
-    from planner.sensitivity import SensitivityOptions
-    from planner.simulate import SimulationOptions
     from planner.solvers.base import SolverFailed
 
     catalog = catalog_or_fail()
@@ -289,10 +287,10 @@ def plan_command(
                  "devices": [d.strip() for d in devices.split(",") if d.strip()] if devices else None}
     try:
         workload = load_workload(workload_file, overrides)
-        options = PlanOptions(solver=solver.value, engine=engine.value if engine else None, time_limit_s=time_limit_s, relative_gap=gap,
-                              baseline=baseline, alternatives=alternatives,
-                              sensitivity=SensitivityOptions(delta=sensitivity_delta) if sensitivity else None,
-                              simulate=SimulationOptions() if simulate else None)
+        options = PlanOptions.of({"solver": solver.value, "engine": engine.value if engine else None,
+                                  "time_limit_s": time_limit_s, "relative_gap": gap, "baseline": baseline,
+                                  "alternatives": alternatives, "sensitivity_delta": sensitivity_delta if sensitivity else None,
+                                  "simulate": simulate})
         plan = plan_workload(workload, catalog, options)
     except ValidationError as exc:
         fail(f"{workload_file}: {validation_line(exc)}")

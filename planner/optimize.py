@@ -89,12 +89,17 @@ class PlanOptions:
 
     @classmethod
     def of(cls, settings: Mapping[str, Any]) -> PlanOptions:
-        """The options a request, a study or a job states (``solver``, ``engine``, ``time_limit_s``,
-        ``relative_gap``, ``baseline``, ``simulate: true`` for a replay at the default settings; a missing one
-        keeps its default): one reading for every caller."""
-        known = ("solver", "engine", "time_limit_s", "relative_gap", "baseline")
-        replay = {"simulate": SimulationOptions()} if settings.get("simulate") else {}
-        return cls(**{k: settings[k] for k in known if k in settings}, **replay)
+        """The options a request, a study or a job states, one reading for every caller (CLI, REST, studies):
+        ``solver``, ``engine``, ``time_limit_s``, ``relative_gap``, ``baseline``, ``alternatives``,
+        ``sensitivity_delta`` (re-solve with each estimated input moved by ± it; None: no analysis) and
+        ``simulate: true`` (a replay at the default settings). A missing one keeps its default; others are ignored."""
+        known = ("solver", "engine", "time_limit_s", "relative_gap", "baseline", "alternatives")
+        extras: dict[str, Any] = {}
+        if settings.get("sensitivity_delta") is not None:
+            extras["sensitivity"] = SensitivityOptions(delta=settings["sensitivity_delta"])
+        if settings.get("simulate"):
+            extras["simulate"] = SimulationOptions()
+        return cls(**{k: settings[k] for k in known if k in settings}, **extras)
 
     def solve_options(self) -> SolveOptions:
         return SolveOptions(time_limit_s=self.time_limit_s, relative_gap=self.relative_gap, engine=self.engine)

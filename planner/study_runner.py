@@ -1,40 +1,35 @@
-"""Run a study: scenarios through any ``concurrent.futures.Executor``, each result journaled the moment it
-arrives (so a killed study resumes where it stopped), then the tables, frontiers, charts and report.
+"""Run a study: the one study loop (``run_scenarios``) of the CLI and the REST service. Its scenarios are
+solved through any ``concurrent.futures.Executor`` (``through``, ``planner.executors``) or one after another in
+the caller's thread (``in_thread``), each result journaled the moment it arrives (so a killed study resumes
+where it stopped), then the tables, frontiers, charts and report.
 
-Executors: a local process pool (spawned workers, recycled every ``max_tasks_per_child`` scenarios
-because solver libraries leak) or Dask distributed (``Client(address).get_executor()``, or a
-``LocalCluster`` of single-threaded worker processes). Scenario results are identical either way:
-every worker loads the same catalog and solves with one thread and a fixed seed. Local workers die
-with the process that started them, even when it is killed with SIGKILL.
+Scenario results are identical on every path: each solve loads the same catalog and solves with one thread
+and a fixed seed.
 """
 
 from __future__ import annotations
 
-import ctypes
 import datetime
 import hashlib
 import json
-import logging
-import multiprocessing
 import os
-import signal
-import sys
-import threading
 import time
-from collections.abc import Callable, Iterator
-from concurrent.futures import BrokenExecutor, Executor, Future, ProcessPoolExecutor, as_completed
-from contextlib import contextmanager
+from collections.abc import Callable, Generator, Iterator
+from concurrent.futures import BrokenExecutor, Future, as_completed
+from contextlib import AbstractContextManager, closing, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import pandas as pd
 import yaml
 
 from planner.catalog import Catalog, load_catalog
+from planner.executors import RETRIES_AFTER_CRASH, ExecutorSpec, open_executor
 from planner.files import InputFileError, read_document
 from planner.messages import excerpt
 from planner.schema import Workload
+from planner.solvers.cancel import CancelToken, SolveCancelled, cancellable
 from planner.study import (
     RESULT_COLUMNS, Analysis, Scenario, StudySpec, analyse, error_row, expand, result_row, table_row, with_prices,
 )
@@ -42,12 +37,6 @@ from planner.study import (
 JOURNAL = "rows.jsonl"
 #: how the study's rows were made: siliconmix version, catalog fingerprint, when the run began, solve options
 PROVENANCE = "provenance.json"
-#: times a scenario is resubmitted after its worker process died (a crash breaks the whole pool)
-RETRIES_AFTER_CRASH = 1
-#: Linux prctl(2) option: the signal a process gets when the thread that started it exits
-PR_SET_PDEATHSIG = 1
-#: where prctl is missing, how often a worker checks that its parent is alive (s)
-PARENT_POLL_S = 1.0
 WORKLOAD_FIELDS = tuple(Workload.model_fields)
 
 
@@ -70,98 +59,32 @@ def load_study(path: str | Path) -> StudySpec:
     return StudySpec.model_validate(raw)
 
 
-# ------------------------------------------------------------------------------------- executors
-@dataclass(frozen=True)
-class ExecutorSpec:
-    """Where scenarios run: ``local`` process pool or ``dask`` (``address`` None = a local cluster)."""
-
-    kind: Literal["local", "dask"] = "local"
-    workers: int = 2
-    address: str | None = None
-    max_tasks_per_child: int = 100
-
-
-class RecyclingProcessPool(ProcessPoolExecutor):
-    """A process pool whose workers exit after ``max_tasks_per_child`` tasks and are always replaced.
-
-    CPython 3.11-3.13 may never replace a worker that reached its task limit while tasks are queued
-    (the idle-worker semaphore holds stale tokens) and the pool then hangs (gh-115634). The upstream
-    fix replaces a dead worker whenever the pool is below ``max_workers``; this does the same.
-    """
-
-    def _adjust_process_count(self) -> None:
-        if len(self._processes) < self._max_workers:
-            self._spawn_process()
-
-
-def die_with_parent(parent_pid: int) -> None:
-    """Worker initializer: end this process as soon as ``parent_pid`` (the study) dies, SIGKILL included.
-
-    Linux: the kernel sends SIGKILL on the parent's death (prctl PR_SET_PDEATHSIG), even mid-solve in C.
-    Elsewhere: a daemon thread polls the parent pid. Either way, a parent already gone ends the worker now.
-    """
-    if sys.platform.startswith("linux"):
-        libc = ctypes.CDLL(None, use_errno=True)
-        if libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) != 0:
-            raise OSError(ctypes.get_errno(), "prctl(PR_SET_PDEATHSIG) failed")
-    else:
-        threading.Thread(target=_watch_parent, args=(parent_pid,), daemon=True, name="parent-watch").start()
-    if os.getppid() != parent_pid:
-        os._exit(1)
-
-
-def _watch_parent(parent_pid: int) -> None:
-    while os.getppid() == parent_pid:
-        time.sleep(PARENT_POLL_S)
-    os._exit(1)
-
-
-@contextmanager
-def open_executor(spec: ExecutorSpec) -> Iterator[Executor]:
-    """A ``concurrent.futures.Executor`` for ``spec``; pending work is cancelled on the way out."""
-    if spec.kind == "local":
-        pool = RecyclingProcessPool(max_workers=spec.workers, mp_context=multiprocessing.get_context("spawn"),
-                                    max_tasks_per_child=spec.max_tasks_per_child,
-                                    initializer=die_with_parent, initargs=(os.getpid(),))
-        try:
-            yield pool
-        finally:
-            pool.shutdown(wait=True, cancel_futures=True)
-        return
-    from distributed import Client, LocalCluster
-
-    cluster = None
-    if spec.address is None:
-        cluster = LocalCluster(n_workers=spec.workers, threads_per_worker=1, processes=True,
-                               dashboard_address=None, silence_logs=logging.ERROR)
-    client = Client(spec.address or cluster)
-    try:
-        yield client.get_executor(pure=False, retries=RETRIES_AFTER_CRASH)
-    finally:
-        client.close()
-        if cluster is not None:
-            cluster.close()
-
-
-# ------------------------------------------------------------------------------------ the worker
+# ---------------------------------------------------------------------------------- one scenario
 def scenario_task(scenario: Scenario, spec: StudySpec) -> dict:
     """What a worker needs to solve a scenario: plain data, cheap to pickle."""
     return {"workload": scenario.workload.model_dump(mode="json"), "prices": scenario.prices,
             "options": spec.options.model_dump(mode="json")}
 
 
-def solve_scenario(task: dict) -> dict:
-    """Solve one scenario in a worker process; any error becomes a row with its reason, never a raise."""
+def solve_task(task: dict, catalog: Catalog | None = None) -> dict:
+    """One scenario's row, solved with ``catalog`` (default: the installed one); any error becomes a row with its
+    reason, never a raise, except ``SolveCancelled`` (a cancelled scenario has no row: it is not done)."""
     from planner.optimize import PlanOptions, plan_workload
 
     start = time.perf_counter()
     try:
-        catalog = with_prices(load_catalog(), task["prices"])
-        plan = plan_workload(Workload.model_validate(task["workload"]), catalog, PlanOptions.of(task["options"]))
-        row = result_row(plan, time.perf_counter() - start)
+        priced = with_prices(load_catalog() if catalog is None else catalog, task["prices"])
+        plan = plan_workload(Workload.model_validate(task["workload"]), priced, PlanOptions.of(task["options"]))
+        return result_row(plan, time.perf_counter() - start)
+    except SolveCancelled:
+        raise
     except Exception as exc:  # noqa: BLE001 - a study records failures instead of stopping
-        row = error_row(f"{type(exc).__name__}: {exc}", time.perf_counter() - start)
-    return {**row, "worker_pid": os.getpid()}
+        return error_row(f"{type(exc).__name__}: {exc}", time.perf_counter() - start)
+
+
+def solve_scenario(task: dict) -> dict:
+    """Solve one scenario in a worker process (``solve_task``), saying which process solved it."""
+    return {**solve_task(task), "worker_pid": os.getpid()}
 
 
 def run_key(scenario: Scenario, spec: StudySpec, context: str = "") -> str:
@@ -243,12 +166,60 @@ class RunSummary:
 Progress = Callable[[int, int], None]
 
 
-def run_study(spec: StudySpec, out_dir: Path, executor: ExecutorSpec = ExecutorSpec(),
-              on_progress: Progress | None = None, catalog: Catalog | None = None,
-              source: str | None = None) -> RunSummary:
-    """Solve every scenario not already in ``out_dir``'s journal, then write all outputs there."""
+@dataclass(frozen=True)
+class Pending:
+    """A scenario the journal does not hold yet, and how many scenarios of the study share its run key."""
+
+    run_key: str
+    index: int
+    scenario: str
+    hash: str
+    task: dict
+    count: int
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """A pending scenario's row; ``transient``: lost to the infrastructure (a dead worker), a row of this run only,
+    not journaled, so the next run tries the scenario again."""
+
+    pending: Pending
+    row: dict
+    transient: bool = False
+
+
+#: how a study's pending scenarios are solved: a generator of their outcomes as each finishes (it may stop early;
+#: the run closes it when it ends first)
+Solve = Callable[[list[Pending]], Generator[Outcome, None, None]]
+
+
+@contextmanager
+def _always() -> Iterator[bool]:
+    yield True
+
+
+@dataclass(frozen=True)
+class StudyLoop:
+    """What differs between the study runs of the CLI and of the REST service; ``run_scenarios`` is the rest.
+
+    ``admit`` is entered around journaling each row and around writing the outputs; when it yields False the
+    run ends there, with nothing more kept (REST: the study was cancelled). ``on_complete`` gets the summary
+    inside the admit that wrote the outputs.
+    """
+
+    solve: Solve
+    admit: Callable[[], AbstractContextManager[bool]] = _always
+    on_progress: Progress | None = None
+    on_complete: Callable[[RunSummary], None] | None = None
+
+
+def run_scenarios(spec: StudySpec, out_dir: Path, catalog: Catalog, loop: StudyLoop,
+                  source: str | None = None) -> RunSummary | None:
+    """The study loop of every caller: expand the scenarios, write the spec and the stamp, solve those the
+    journal of ``out_dir`` does not hold (``loop.solve``), journal each row as it arrives, then write the
+    tables, frontiers and report. None when the run ended before its outputs (``loop.solve`` stopped early,
+    or ``loop.admit`` refused); the journal keeps what finished."""
     start = time.perf_counter()
-    catalog = catalog or load_catalog()
     scenarios = expand(spec, catalog)
     context = solve_context(catalog)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -256,59 +227,106 @@ def run_study(spec: StudySpec, out_dir: Path, executor: ExecutorSpec = ExecutorS
     provenance = write_provenance(spec, catalog, out_dir)
     journal = Journal(out_dir / JOURNAL)
     done = journal.load()
-    tasks: dict[str, dict] = {}
     keys = [run_key(s, spec, context) for s in scenarios]
+    waiting: dict[str, list[Scenario]] = {}
     for s, key in zip(scenarios, keys):
         if key not in done:
-            tasks.setdefault(key, {"task": scenario_task(s, spec), "hash": s.hash, "scenario": s.key, "count": 0})
-            tasks[key]["count"] += 1
-    skipped = len(scenarios) - sum(t["count"] for t in tasks.values())
-    progress = on_progress or (lambda finished, total: None)
+            waiting.setdefault(key, []).append(s)
+    pending = [Pending(key, same[0].index, same[0].key, same[0].hash, scenario_task(same[0], spec), len(same))
+               for key, same in waiting.items()]
+    skipped = finished = len(scenarios) - sum(p.count for p in pending)
+    progress = loop.on_progress or (lambda finished, total: None)
     progress(skipped, len(scenarios))
-    for attempt in range(RETRIES_AFTER_CRASH + 1):
-        if not tasks:
-            break
-        tasks = _solve_all(tasks, executor, journal, done, len(scenarios), progress, last=attempt == RETRIES_AFTER_CRASH)
+    with closing(loop.solve(pending)) as outcomes:
+        for outcome in outcomes:
+            p = outcome.pending
+            record = {"run_key": p.run_key, "hash": p.hash, "scenario": p.scenario,
+                      "finished_at": datetime.datetime.now(datetime.UTC).isoformat(), **outcome.row}
+            with loop.admit() as admitted:
+                if not admitted:
+                    return None
+                if not outcome.transient:
+                    journal.append(record)
+                done[p.run_key] = record
+                finished += p.count
+                progress(finished, len(scenarios))
+    if any(key not in done for key in keys):
+        return None
     rows = [table_row(s, done[key]) for s, key in zip(scenarios, keys)]
-    analysis = analyse(spec, scenarios, rows)
-    summary = RunSummary(len(scenarios), skipped, len(scenarios) - skipped, time.perf_counter() - start, rows, analysis,
-                         provenance=provenance)
-    summary.outputs = write_outputs(spec, rows, analysis, out_dir)
+    summary = RunSummary(len(scenarios), skipped, len(scenarios) - skipped, time.perf_counter() - start, rows,
+                         analyse(spec, scenarios, rows), provenance=provenance)
+    with loop.admit() as admitted:
+        if not admitted:
+            return None
+        summary.outputs = write_outputs(spec, rows, summary.analysis, out_dir)
+        if loop.on_complete is not None:
+            loop.on_complete(summary)
     return summary
 
 
-def _solve_all(tasks: dict[str, dict], executor: ExecutorSpec, journal: Journal, done: dict, total: int,
-               progress: Progress, last: bool) -> dict[str, dict]:
-    """Submit every task and journal each result as it completes; returns the tasks a crash interrupted.
+def run_study(spec: StudySpec, out_dir: Path, executor: ExecutorSpec = ExecutorSpec(),
+              on_progress: Progress | None = None, catalog: Catalog | None = None,
+              source: str | None = None) -> RunSummary:
+    """Solve every scenario not already in ``out_dir``'s journal through ``executor``, then write all outputs there."""
+    summary = run_scenarios(spec, out_dir, catalog or load_catalog(), StudyLoop(through(executor), on_progress=on_progress),
+                            source)
+    if summary is None:  # through() answers every scenario and nothing refuses a row
+        raise RuntimeError(f"the study stopped before writing its outputs to {out_dir}")
+    return summary
 
-    A scenario the planner fails on is journaled like any result (solving it again fails again); one
-    lost to the infrastructure (a dead worker process, a lost Dask worker) is a row of this run only,
-    so the next run tries it again.
+
+def through(executor: ExecutorSpec, work: Callable[[dict], dict] = solve_scenario) -> Solve:
+    """Scenarios on ``executor``'s workers (each runs ``work`` on a scenario's task), outcomes as they complete;
+    the ones a crash interrupted are submitted again on a fresh executor, ``RETRIES_AFTER_CRASH`` times.
+
+    A scenario the planner fails on is an outcome like any other (solving it again fails again); one lost to
+    the infrastructure (a dead worker process, a lost Dask worker) is transient.
     """
-    broken: dict[str, dict] = {}
-    finished = total - sum(t["count"] for t in tasks.values())
-    with open_executor(executor) as pool:
-        futures: dict[Future, str] = {pool.submit(solve_scenario, t["task"]): k for k, t in tasks.items()}
-        for future in as_completed(futures):
-            key = futures[future]
-            transient = True
+
+    def solve(pending: list[Pending]) -> Generator[Outcome, None, None]:
+        for attempt in range(RETRIES_AFTER_CRASH + 1):
+            broken: list[Pending] = []
+            with open_executor(executor) as pool:
+                futures: dict[Future, Pending] = {pool.submit(work, p.task): p for p in pending}
+                for future in as_completed(futures):
+                    p = futures[future]
+                    try:
+                        outcome = Outcome(p, future.result())
+                    except BrokenExecutor:
+                        if attempt < RETRIES_AFTER_CRASH:
+                            broken.append(p)
+                            continue
+                        outcome = Outcome(p, error_row("the worker process died while solving this scenario; rerun to "
+                                                       "retry"), transient=True)
+                    except Exception as exc:  # noqa: BLE001 - infrastructure errors become rows, the study goes on
+                        outcome = Outcome(p, error_row(f"{type(exc).__name__}: {exc}; rerun to retry"), transient=True)
+                    yield outcome
+            if not broken:
+                return
+            pending = broken
+
+    return solve
+
+
+def in_thread(catalog: Catalog, token: CancelToken, may_start: Callable[[int], bool] | None = None) -> Solve:
+    """Scenarios one after another in the calling thread with ``catalog`` (a server's), each solved under ``token``.
+
+    ``may_start(index)`` is asked before each scenario; False ends the run there. A cancel of ``token``
+    interrupts the scenario being solved, which leaves no outcome, and ends the run too.
+    """
+
+    def solve(pending: list[Pending]) -> Generator[Outcome, None, None]:
+        for p in pending:
+            if may_start is not None and not may_start(p.index):
+                return
             try:
-                result, transient = future.result(), False
-            except BrokenExecutor:
-                if not last:
-                    broken[key] = tasks[key]
-                    continue
-                result = error_row("the worker process died while solving this scenario; rerun to retry")
-            except Exception as exc:  # noqa: BLE001 - infrastructure errors become rows, the study goes on
-                result = error_row(f"{type(exc).__name__}: {exc}; rerun to retry")
-            record = {"run_key": key, "hash": tasks[key]["hash"], "scenario": tasks[key]["scenario"],
-                      "finished_at": datetime.datetime.now(datetime.UTC).isoformat(), **result}
-            if not transient:
-                journal.append(record)
-            done[key] = record
-            finished += tasks[key]["count"]
-            progress(finished, total)
-    return broken
+                with cancellable(token):
+                    row = solve_task(p.task, catalog)
+            except SolveCancelled:
+                return
+            yield Outcome(p, row)
+
+    return solve
 
 
 # ----------------------------------------------------------------------------------------- outputs

@@ -1,15 +1,19 @@
 """Layering rules of DESIGN.md, checked on the source by AST.
 
-- planner/ never imports api/, fastapi, starlette, uvicorn or a database library, not even its command
-  line (the service plugs its ``serve`` command in through an entry point);
+- nothing under planner/ imports api/ (nor fastapi, starlette, uvicorn or a database library), not even its
+  command line (the service plugs its ``serve`` command in through an entry point);
 - only planner/solvers/ imports ortools or pulp/highspy;
-- only catalog.py, files.py, export/, report/, study_runner.py and the command line touch files.
+- only catalog.py, files.py, export/, report/, study_runner.py and the command line touch files;
+- the CLI's study runner and the service's study jobs run one study loop (``study_runner.run_scenarios``);
+- the CLI, the service and studies read a request's solve options one way (``PlanOptions.of``).
 """
 
 import ast
 from pathlib import Path
 
-PLANNER = Path(__file__).resolve().parent.parent / "planner"
+ROOT = Path(__file__).resolve().parent.parent
+PLANNER = ROOT / "planner"
+API = ROOT / "api"
 FORBIDDEN_IN_PLANNER = ("api", "fastapi", "starlette", "uvicorn", "sqlalchemy", "alembic")
 SOLVER_LIBS = ("ortools", "pulp", "highspy")
 FILE_CALLS = {"open", "read_text", "write_text", "read_bytes", "write_bytes", "safe_load", "safe_dump"}
@@ -17,8 +21,8 @@ FILE_CALLS = {"open", "read_text", "write_text", "read_bytes", "write_bytes", "s
 FILE_MODULES = ("catalog.py", "files.py", "export", "cli.py", "report", "commands", "study_runner.py", "cbc_run.py")
 
 
-def _modules():
-    for path in sorted(PLANNER.rglob("*.py")):
+def _modules(root: Path = PLANNER):
+    for path in sorted(root.rglob("*.py")):
         yield path, ast.parse(path.read_text(), filename=str(path))
 
 
@@ -30,7 +34,20 @@ def _imports(tree):
             yield node.module
 
 
+def _calls(tree, names: set[str], scope: str = "<module>"):
+    """(innermost enclosing function, call) for each call in ``tree`` of a function or method named in ``names``."""
+    for child in ast.iter_child_nodes(tree):
+        if isinstance(child, ast.Call) and _name(child) in names:
+            yield scope, child
+        yield from _calls(child, names, child.name if isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef) else scope)
+
+
+def _name(call: ast.Call) -> str:
+    return call.func.attr if isinstance(call.func, ast.Attribute) else getattr(call.func, "id", "")
+
+
 def test_planner_never_imports_io_layers():
+    """Nothing under planner/ imports api/, a web framework or a database."""
     offenders = [
         f"{path.relative_to(PLANNER)} imports {name}"
         for path, tree in _modules()
@@ -104,3 +121,28 @@ def test_the_service_command_is_plugged_in_not_imported():
 
     result = CliRunner().invoke(app, ["serve", "--help"])
     assert result.exit_code == 0 and "Serve the REST API" in result.output
+
+
+def test_the_cli_runner_and_the_service_share_one_study_loop():
+    """The study's outputs are written by ``study_runner.run_scenarios`` alone; ``run_study`` (the CLI) and the
+    service's study jobs both run it, and the jobs take none of the loop's steps themselves."""
+    writers = {"write_outputs", "write_spec", "write_provenance"}
+    places = {(path.relative_to(ROOT).as_posix(), scope) for root in (PLANNER, API) for path, tree in _modules(root)
+              for scope, _ in _calls(tree, writers)}
+    assert places == {("planner/study_runner.py", "run_scenarios")}, places
+    runners = {(path.relative_to(ROOT).as_posix(), scope) for root in (PLANNER, API) for path, tree in _modules(root)
+               for scope, _ in _calls(tree, {"run_scenarios"})}
+    assert {("planner/study_runner.py", "run_study"), ("api/study_jobs.py", "_solve")} <= runners, runners
+    steps = {"expand", "run_key", "solve_context", "table_row", "analyse", "plan_workload", "solve_task", "Journal"}
+    jobs = ast.parse((API / "study_jobs.py").read_text())
+    assert not [f"{scope} calls {_name(node)}" for scope, node in _calls(jobs, steps)]
+
+
+def test_callers_read_solve_options_through_plan_options_of():
+    """The CLI, the service and the study code never assemble PlanOptions field by field (PlanOptions() for the
+    defaults aside): every stated option is read by ``PlanOptions.of``, so none is dropped on one path."""
+    files = [*(PLANNER / n for n in ("cli.py", "study.py", "study_runner.py")), *sorted((PLANNER / "commands").rglob("*.py")),
+             *sorted(API.rglob("*.py"))]
+    offenders = [f"{path.relative_to(ROOT)}:{node.lineno}" for path in files
+                 for _, node in _calls(ast.parse(path.read_text()), {"PlanOptions"}) if node.args or node.keywords]
+    assert not offenders, offenders

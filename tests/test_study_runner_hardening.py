@@ -19,7 +19,7 @@ from tests.test_study_runner import write_study
 ROOT = Path(__file__).resolve().parent.parent
 PARENT = """
 import sys, time
-from planner.study_runner import ExecutorSpec, open_executor
+from planner.executors import ExecutorSpec, open_executor
 from tests.test_study_runner_hardening import hold
 with open_executor(ExecutorSpec("local", workers=2)) as pool:
     for i in range(2):

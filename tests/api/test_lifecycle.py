@@ -66,7 +66,7 @@ def test_a_plan_stops_when_its_client_disconnects(make_settings, monkeypatch):
 SERVER = """
 import sys
 import uvicorn
-import api.runner, api.study_jobs
+import api.runner, planner.optimize
 from api.main import create_app
 from api.settings import Settings
 from planner.solvers import SolveOptions, get_backend
@@ -80,7 +80,7 @@ def endless(*args):
         get_backend(sys.argv[3]).solve(market_split(), SolveOptions(time_limit_s=600, relative_gap=0.0))
     print("ran to its end", flush=True)
 
-api.runner.run_plan = api.study_jobs.plan_workload = endless
+api.runner.run_plan = planner.optimize.plan_workload = endless  # plans; the study loop's solves
 settings = Settings(database_url=sys.argv[2], study_dir=sys.argv[4], plan_baseline=False)
 uvicorn.run(create_app(settings), host="127.0.0.1", port=int(sys.argv[1]), log_level="warning")
 """

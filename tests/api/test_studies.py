@@ -20,7 +20,7 @@ import pytest
 from apitest import assert_problem, serve, serve_app, wait_for
 from sqlalchemy import create_engine, text
 
-import api.study_jobs
+import planner.optimize
 from api.examples import CHAT_70B
 from planner.solvers import SolveOptions, get_backend
 from planner.solvers.cancel import SolveCancelled
@@ -159,7 +159,7 @@ def test_cancel_interrupts_the_scenario_being_solved(settings, tmp_path, monkeyp
         outcome.append("not interrupted")
         raise AssertionError("the solve ran to its end")
 
-    monkeypatch.setattr(api.study_jobs, "plan_workload", endless_plan)
+    monkeypatch.setattr(planner.optimize, "plan_workload", endless_plan)  # what the study loop solves with
     with serve_app(settings()) as (http, app):
         posted = http.post("/v1/studies", json=study([50, 40], "endless"))
         assert solving.wait(60)

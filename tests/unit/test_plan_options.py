@@ -1,18 +1,57 @@
 """One reading of a request's solve options for every caller (CLI, REST, studies, jobs)."""
 
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+import planner.optimize
+from api.runner import PlanJob
+from planner.cli import app
+from planner.files import read_document
 from planner.optimize import PlanOptions
+from planner.schema import Workload
+from planner.sensitivity import SensitivityOptions
+from planner.simulate import SimulationOptions
 from planner.study import StudyOptions
+
+WORKLOAD = Path(__file__).resolve().parents[2] / "examples" / "workloads" / "chat-70b.yaml"
 
 
 def test_options_of_a_mapping_keep_every_stated_field_and_default_the_rest():
     options = PlanOptions.of({"solver": "pulp", "engine": "cbc", "time_limit_s": 7.5, "relative_gap": 0.01,
-                              "baseline": False, "unrelated": 1})
+                              "baseline": False, "alternatives": 2, "sensitivity_delta": 0.3, "simulate": True,
+                              "unrelated": 1})
     assert (options.solver, options.engine, options.time_limit_s, options.relative_gap, options.baseline) == (
         "pulp", "cbc", 7.5, 0.01, False)
+    assert options.alternatives == 2 and options.sensitivity == SensitivityOptions(delta=0.3)
+    assert options.simulate == SimulationOptions()
     assert PlanOptions.of({}) == PlanOptions()
+    assert PlanOptions.of({"sensitivity_delta": None, "simulate": False}) == PlanOptions()
 
 
 def test_a_studys_gap_reaches_its_plans():
     stated = StudyOptions(relative_gap=0.003, time_limit_s=4.0)
     options = PlanOptions.of(stated.model_dump())
     assert options.relative_gap == 0.003 and options.time_limit_s == 4.0 and options.baseline is False
+
+
+def test_the_cli_and_a_rest_plan_job_read_the_same_stated_options_alike(monkeypatch):
+    """``siliconmix plan`` and POST /v1/plans (its PlanJob) with the same settings solve with equal PlanOptions."""
+    seen = []
+
+    def capture(workload, catalog, options):
+        seen.append(options)
+        raise ValueError("captured")  # the CLI's bad-input exit: nothing is solved
+
+    monkeypatch.setattr(planner.optimize, "plan_workload", capture)
+    result = CliRunner().invoke(app, ["plan", str(WORKLOAD), "--solver", "pulp",
+                                      "--engine", "cbc", "--time-limit-s", "7", "--gap", "0.01", "--no-baseline",
+                                      "--alternatives", "2", "--sensitivity", "--sensitivity-delta", "0.3", "--simulate"])
+    assert result.exit_code == 2 and "captured" in result.output, result.output
+    job = PlanJob(workload=Workload.model_validate(read_document(WORKLOAD)), solver="pulp", engine="cbc", time_limit_s=7.0, baseline=False, relative_gap=0.01, sensitivity_delta=0.3,
+        alternatives=2, simulate=True)
+    expected = PlanOptions(solver="pulp", engine="cbc", time_limit_s=7.0, relative_gap=0.01, baseline=False, alternatives=2,
+                           sensitivity=SensitivityOptions(delta=0.3), simulate=SimulationOptions())
+    assert seen == [expected] and job.options() == expected
+    assert job.options(0.5).time_limit_s == pytest.approx(3.5)

@@ -65,8 +65,10 @@ def _priced(workload: Workload, ctx: Pricing) -> list[Candidate]:
         for name in strategies_of(ctx.graph, rc.name):
             for unit in units(ctx.graph, rc.name, name):
                 out.extend(prune_dominated(strategy(name).price(unit, ctx, rc), workload))
-    if workload.shared_pools and "pd_disagg" in workload.strategies:
-        out.extend(strategy("pd_disagg").price_shared(ctx))
+    if workload.shared_pools:  # the strategies whose pools may serve several classes
+        for name in workload.strategies:
+            if hasattr(strategy(name), "price_shared"):
+                out.extend(strategy(name).price_shared(ctx))
     return out
 
 

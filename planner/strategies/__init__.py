@@ -1,7 +1,8 @@
 """Serving strategies, one module each (aggregated, pd_disagg, spec_decode, af_disagg), and their registry.
 
 Each module has ``NAME``, ``UNITS`` (its pool units), ``applies(model)``, ``add_tasks`` (task graph),
-``price(unit, Pricing, class)`` (candidates) and ``recheck(pool, class, Checking)`` (verify).
+``price(unit, Pricing, class)`` (candidates) and ``recheck(pool, class, Checking)`` (verify); one whose pools may
+serve several classes also has ``price_shared(Pricing)`` (``Workload.shared_pools``).
 """
 
 from __future__ import annotations

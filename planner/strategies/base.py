@@ -221,17 +221,29 @@ def decode_choice(rc: RequestClass, tpot, fits, batch, network_rps):
     when no batch meets the SLO.
     """
     tpot = np.asarray(tpot, dtype=float)
-    rows = np.atleast_2d(tpot)
-    slo_s = ms_to_s(rc.slo.tpot_ms)
-    capacity = np.minimum(batch / (rows * rc.output_tokens), network_rps)
-    flat = best((fits & (rows <= slo_s)).ravel(), capacity.ravel())
-    if flat is None:
-        return None
-    row, i = divmod(flat, rows.shape[1])
-    larger_fits = i + 1 < len(batch) and fits[i + 1]
-    limited = "network" if capacity[row, i] >= network_rps else ("slo.tpot_ms" if larger_fits else "memory")
-    choice = (int(i), float(capacity[row, i]), limited)
-    return choice if tpot.ndim == 1 else (int(row), *choice)
+    (choice,) = decode_choices(rc, np.atleast_2d(tpot)[None], np.asarray(fits)[None], batch, network_rps)
+    return choice if choice is None or tpot.ndim > 1 else choice[1:]
+
+
+def decode_choices(rc: RequestClass, tpot, fits, batch, network_rps) -> list:
+    """``decode_choice`` for a stack of layouts at once: ``tpot`` (layouts × variants × batches), ``fits``
+    (layouts × batches); per layout ``(variant, i, capacity, limited_by)`` or None."""
+    tpot = np.asarray(tpot, dtype=float)
+    layouts, _, batches = tpot.shape
+    fits = np.asarray(fits, dtype=bool)
+    capacity = np.minimum(np.asarray(batch, dtype=float) / (tpot * rc.output_tokens), network_rps)
+    ok = (fits[:, None, :] & (tpot <= ms_to_s(rc.slo.tpot_ms))).reshape(layouts, -1)
+    flat = np.argmax(np.where(ok, capacity.reshape(layouts, -1), -np.inf), axis=1)  # the first of equals
+    out = []
+    for layout, (any_ok, j) in enumerate(zip(ok.any(axis=1), flat)):
+        if not any_ok:
+            out.append(None)
+            continue
+        row, i = divmod(int(j), batches)
+        larger_fits = i + 1 < batches and fits[layout, i + 1]
+        cap = float(capacity[layout, row, i])
+        out.append((row, i, cap, "network" if cap >= network_rps else ("slo.tpot_ms" if larger_fits else "memory")))
+    return out
 
 
 def kv_out_bytes(ctx: Pricing, rc: RequestClass, strategy: str) -> float:

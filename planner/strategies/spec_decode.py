@@ -26,7 +26,7 @@ from planner.strategies.base import (
     add_prefill_task,
     add_task,
     close,
-    decode_choice,
+    decode_choices,
     edge_bytes,
     mean_context,
     money,
@@ -69,6 +69,18 @@ def round_trip_s(batch, k: int, target, n: int, drafter, nd: int, sharing: int =
                             max(target.nic_latency_s, drafter.nic_latency_s))
 
 
+def round_trips(batch, ks, target, n: int, layouts) -> np.ndarray:
+    """``round_trip_s`` of every layout at once (layouts × k × batch): 0 for a draft on the target's devices."""
+    remote = np.array([d is not None for d, *_ in layouts])
+    link = np.array([n * target.nic_bytes_s if d is None else min(n * target.nic_bytes_s, nd * d.nic_bytes_s / r)
+                     for d, nd, r, *_ in layouts])[:, None, None]
+    latency = np.array([target.nic_latency_s if d is None else max(target.nic_latency_s, d.nic_latency_s)
+                        for d, *_ in layouts])[:, None, None]
+    trips = 2.0 * transfer_s(np.asarray(batch, dtype=float)[None, None, :] * np.asarray(ks)[None, :, None] * TOKEN_ID_BYTES,
+                             link, latency)
+    return np.where(remote[:, None, None], trips, 0.0)
+
+
 def price(unit: str, ctx: Pricing, rc: RequestClass) -> list[Candidate]:
     """Verify+draft replicas: per target, each draft layout (on the target's devices, or on the fewest devices of
     another type that hold the draft), the draft length k (given, or the best of ``DRAFT_LENGTHS``) and batch
@@ -85,14 +97,25 @@ def price(unit: str, ctx: Pricing, rc: RequestClass) -> list[Candidate]:
     # a draft on other silicon runs on the fewest devices that hold it, serving r targets' r·b sequences;
     # its step does not depend on the target
     remote = []
+    shares = np.asarray(options.partner_shares, dtype=float)[:, None]
     for d in ctx.silicon:
         counts = d.device_counts(draft.weights_bytes, options.max_tp)
-        for r in options.partner_shares if counts else ():
-            nd = counts[0]
-            step = costs.decode(draft, d, nd, r * b, c).total_s.reshape(-1)
-            kv = r * b * draft.kv_bytes(live) * costs.kv_share(draft, d, nd).reshape(-1)
-            remote.append((d, nd, r, step, kv <= d.kv_room_bytes(draft.weights_bytes / nd)))
+        if not counts:
+            continue
+        nd = counts[0]
+        steps = costs.decode(draft, d, nd, shares * b, c).total_s.reshape(len(shares), len(b))  # every share at once
+        kv = shares * b * draft.kv_bytes(live) * costs.kv_share(draft, d, nd).reshape(-1)
+        fits = kv <= d.kv_room_bytes(draft.weights_bytes / nd)
+        remote.extend((d, nd, r, step, ok) for r, step, ok in zip(options.partner_shares, steps, fits))
     out = []
+    bills: dict = {}
+
+    def bill(parts):  # one group's devices, power and money, once per shape
+        key = tuple((s.id, k) for s, k in parts)
+        if key not in bills:
+            bills[key] = money(list(parts))
+        return bills[key]
+
     for v in ctx.silicon:
         for n in v.device_counts(model.weights_bytes, options.max_tp):
             target_kv = b * model.kv_bytes(live) * costs.kv_share(model, v, n).reshape(-1)
@@ -103,26 +126,26 @@ def price(unit: str, ctx: Pricing, rc: RequestClass) -> list[Candidate]:
             target_fits = target_kv <= v.kv_room_bytes(model.weights_bytes / n)
             layouts += [(d, nd, r, step, target_fits & draft_fits) for d, nd, r, step, draft_fits in remote if d.id != v.id]
             ks = np.asarray(spec.draft_lengths)
-            verify = np.stack([costs.decode(model, v, n, b, c, prefill_tokens=b * k).total_s.reshape(-1) for k in ks])
-            for d, nd, r, step, fits in layouts:
-                # every draft length at once: rows k, columns batch
-                rtt = 0.0 if d is None else round_trip_s(b, ks[:, None], v, n, d, nd, r)
-                tpot = costs.spec_tpot_s(step, verify, ks[:, None], alpha, rtt)
-                choice = decode_choice(rc, tpot, fits, b, network_rps)
+            per_round = [float(costs.expected_tokens_per_round(alpha, int(k))) for k in ks]
+            verify = costs.decode(model, v, n, b[None, :], c, prefill_tokens=b[None, :] * ks[:, None]).total_s.reshape(len(ks), len(b))
+            # every layout and draft length at once: layouts × k × batch
+            steps = np.stack([step for _, _, _, step, _ in layouts])[:, None, :]
+            rtt = round_trips(b, ks, v, n, layouts)
+            tpot = costs.spec_tpot_s(steps, verify[None], ks[None, :, None], alpha, rtt)
+            choices = decode_choices(rc, tpot, np.stack([fits for *_, fits in layouts]), b, network_rps)
+            for (d, nd, r, step, _), choice, rows, trips in zip(layouts, choices, tpot, rtt):
                 if choice is None:
                     continue
                 row, i, capacity, limited = choice
-                k, tpot = int(ks[row]), tpot[row]
-                round_s = costs.spec_round_s(step, k, verify[row], rtt if d is None else rtt[row])
-                parts = [(v, n)] if d is None else [(v, r * n), (d, nd)]
+                k = int(ks[row])
+                round_s = costs.spec_round_s(step[i], k, verify[row, i], trips[row, i])
                 out.append(Candidate(
                     class_name=rc.name, strategy=NAME, role="decode", device=v.id, tp=n, batch=int(b[i]),
-                    **money(parts), capacity_rps=r * capacity, utilization_cap=DECODE_UTILIZATION,
-                    ttft_ms=None, tpot_ms=s_to_ms(float(tpot[i])), limited_by=limited,
-                    partner_device=None if d is None else d.id, partner_tp=None if d is None else nd,
+                    **bill(((v, n),) if d is None else ((v, r * n), (d, nd))), capacity_rps=r * capacity,
+                    utilization_cap=DECODE_UTILIZATION, ttft_ms=None, tpot_ms=s_to_ms(float(rows[row, i])),
+                    limited_by=limited, partner_device=None if d is None else d.id, partner_tp=None if d is None else nd,
                     partner_role=None if d is None else "draft", partner_share=r,
-                    extra={"draft_tokens": k, "tokens_per_round": float(costs.expected_tokens_per_round(alpha, k)),
-                           "round_ms": s_to_ms(float(round_s[i]))},
+                    extra={"draft_tokens": k, "tokens_per_round": per_round[row], "round_ms": s_to_ms(float(round_s))},
                 ))
     return out
 

@@ -44,6 +44,7 @@ class PlanJob:
     time_limit_s: float
     baseline: bool
     relative_gap: float = PlanOptions.relative_gap
+    node_limit: int | None = None
     catalog_dir: str | None = None
     #: re-solve with each estimated input moved by ± this (planner.sensitivity); None: no analysis
     sensitivity_delta: float | None = None
@@ -109,7 +110,7 @@ def expired_plan(job: PlanJob, catalog) -> Plan:
     plan = infeasible_plan(job.workload, {}, info, Diagnosis(reason="no_candidates", message=message))
     return plan.model_copy(update={**stamp(catalog), "options": SolveSettings(
         solver=job.solver, engine=job.engine, time_limit_s=job.time_limit_s, relative_gap=job.relative_gap,
-        baseline=job.baseline)})
+        baseline=job.baseline, node_limit=job.node_limit)})
 
 
 def _warm(catalog_dir: str | None) -> None:

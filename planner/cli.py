@@ -262,6 +262,8 @@ def plan_command(
     engine: EngineChoice | None = typer.Option(None, help="ortools: scip (default) | highs; pulp: highs (default) | cbc"),
     time_limit_s: float = typer.Option(5.0, help="time limit per MILP solve (s); the best plan found so far is returned"),
     gap: float = typer.Option(1e-4, help="relative optimality gap at which a solve stops (0.0001 = 0.01 %)"),
+    node_limit: int | None = typer.Option(None, min=1, help="branch-and-bound nodes per MILP solve: a work limit, "
+                                                            "so where it binds first the answer does not depend on load"),
     devices: str | None = typer.Option(None, help="comma-separated device ids to allow"),
     baseline: bool = typer.Option(True, help="also solve the best homogeneous fleet"),
     alternatives: int = typer.Option(0, min=0, max=MAX_ALTERNATIVES, help="also the N best plans with other device mixes"),
@@ -288,8 +290,8 @@ def plan_command(
     try:
         workload = load_workload(workload_file, overrides)
         options = PlanOptions.of({"solver": solver.value, "engine": engine.value if engine else None,
-                                  "time_limit_s": time_limit_s, "relative_gap": gap, "baseline": baseline,
-                                  "alternatives": alternatives, "sensitivity_delta": sensitivity_delta if sensitivity else None,
+                                  "time_limit_s": time_limit_s, "relative_gap": gap, "node_limit": node_limit,
+                                  "baseline": baseline, "alternatives": alternatives, "sensitivity_delta": sensitivity_delta if sensitivity else None,
                                   "simulate": simulate})
         plan = plan_workload(workload, catalog, options)
     except ValidationError as exc:

@@ -73,6 +73,7 @@ class PlanOptions:
     engine: str | None = None
     time_limit_s: float = 5.0
     relative_gap: float = 1e-4
+    node_limit: int | None = None  # branch-and-bound nodes per MILP solve (SolveOptions.node_limit)
     #: baselines are comparisons, not plans: solved to a looser gap and a shorter limit
     baseline_gap: float = 5e-3
     baseline_time_limit_s: float = 2.0
@@ -90,10 +91,10 @@ class PlanOptions:
     @classmethod
     def of(cls, settings: Mapping[str, Any]) -> PlanOptions:
         """The options a request, a study or a job states, one reading for every caller (CLI, REST, studies):
-        ``solver``, ``engine``, ``time_limit_s``, ``relative_gap``, ``baseline``, ``alternatives``,
+        ``solver``, ``engine``, ``time_limit_s``, ``relative_gap``, ``node_limit``, ``baseline``, ``alternatives``,
         ``sensitivity_delta`` (re-solve with each estimated input moved by ± it; None: no analysis) and
         ``simulate: true`` (a replay at the default settings). A missing one keeps its default; others are ignored."""
-        known = ("solver", "engine", "time_limit_s", "relative_gap", "baseline", "alternatives")
+        known = ("solver", "engine", "time_limit_s", "relative_gap", "node_limit", "baseline", "alternatives")
         extras: dict[str, Any] = {}
         if settings.get("sensitivity_delta") is not None:
             extras["sensitivity"] = SensitivityOptions(delta=settings["sensitivity_delta"])
@@ -102,7 +103,8 @@ class PlanOptions:
         return cls(**{k: settings[k] for k in known if k in settings}, **extras)
 
     def solve_options(self) -> SolveOptions:
-        return SolveOptions(time_limit_s=self.time_limit_s, relative_gap=self.relative_gap, engine=self.engine)
+        return SolveOptions(time_limit_s=self.time_limit_s, relative_gap=self.relative_gap, engine=self.engine,
+                            node_limit=self.node_limit)
 
     def for_resolve(self) -> PlanOptions:
         """The options of a sensitivity re-solve: the plan alone (no baseline, alternatives, analysis or replay)."""
@@ -271,7 +273,7 @@ def replayed(plan: Plan, catalog: Catalog, options: PlanOptions) -> Plan:
 
 def _stamped(plan: Plan, catalog: Catalog, options: PlanOptions) -> Plan:
     settings = SolveSettings(solver=options.solver, engine=options.engine, time_limit_s=options.time_limit_s,
-                             relative_gap=options.relative_gap, baseline=options.baseline)
+                             relative_gap=options.relative_gap, baseline=options.baseline, node_limit=options.node_limit)
     return plan.model_copy(update={**stamp(catalog), "options": settings})
 
 

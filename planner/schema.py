@@ -504,6 +504,7 @@ class SolveSettings(Out):
     time_limit_s: float
     relative_gap: float
     baseline: bool
+    node_limit: int | None = None
 
 
 class SolverInfo(Out):

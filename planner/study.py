@@ -117,6 +117,7 @@ class StudyOptions(Frozen):
     engine: str | None = None
     time_limit_s: Annotated[float, Field(gt=0)] = 30.0
     relative_gap: Annotated[float, Field(ge=0, lt=1)] = 1e-4
+    node_limit: Annotated[int, Field(ge=1)] | None = None  # branch-and-bound nodes per MILP solve (a work limit)
     baseline: bool = False
     #: replay each scenario's plan request by request (planner.simulate, 10 simulated minutes): the rows then say
     #: ``simulated_verdict`` and ``simulated_worst_miss`` (the largest relative excess over an SLO, 0 when it meets)

@@ -81,6 +81,9 @@ async def create_plan(
                           "planner's default; at most SILICONMIX_MAX_TIME_LIMIT_S")] = None,
     relative_gap: Annotated[float, Query(
         ge=0, lt=1, description="relative optimality gap at which each MILP solve stops (0.0001 = 0.01 %)")] = PlanOptions.relative_gap,
+    node_limit: Annotated[int | None, Query(
+        ge=1, le=10**9, description="branch-and-bound nodes per MILP solve: a work limit, so where it binds before "
+                                    "the time limit the answer does not depend on the server's load")] = None,
     baseline: Annotated[bool | None, Query(
         description="also solve the best single-device-type fleet (default SILICONMIX_PLAN_BASELINE)")] = None,
     sensitivity: Annotated[bool, Query(
@@ -112,6 +115,7 @@ async def create_plan(
     limit = time_limit_s or settings.default_time_limit_s or PlanOptions().time_limit_s
     check_input(workload, catalog, solver, engine, limit, settings)
     job = PlanJob(workload=workload, solver=solver, engine=engine, time_limit_s=limit, relative_gap=relative_gap,
+                  node_limit=node_limit,
                   baseline=settings.plan_baseline if baseline is None else baseline,
                   sensitivity_delta=sensitivity_delta if sensitivity else None, alternatives=alternatives,
                   simulate=simulate,
@@ -151,7 +155,8 @@ def wants_async(prefer: str | None) -> bool:
 
 def request_json_of(job: PlanJob) -> str:
     return json.dumps({"solver": job.solver, "engine": job.engine, "time_limit_s": job.time_limit_s,
-                       "relative_gap": job.relative_gap, "sensitivity_delta": job.sensitivity_delta,
+                       "relative_gap": job.relative_gap, "node_limit": job.node_limit,
+                       "sensitivity_delta": job.sensitivity_delta,
                        "alternatives": job.alternatives, "simulate": job.simulate,
                        "baseline": job.baseline, "workload": job.workload.model_dump(mode="json")}, separators=(",", ":"))
 

@@ -32,6 +32,9 @@ class SolveOptions:
     threads: int = 1
     seed: int = 7
     engine: str | None = None  # backend-specific engine name; None picks the backend's default
+    #: branch-and-bound nodes a MILP may explore (None: no limit): a work limit, so where it binds first the answer
+    #: does not depend on the machine's load as a time limit's does
+    node_limit: int | None = None
     #: a feasible point (aligned with ``IlpModel.var_names``) the engine may start from; a hint, never a constraint
     #: (OR-Tools passes it to its engine; PuLP ignores it)
     hint: np.ndarray | None = field(default=None, compare=False)

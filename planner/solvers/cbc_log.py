@@ -16,7 +16,7 @@ from planner.solvers.base import Termination
 STATUS_LINES: tuple[tuple[str, Termination | None], ...] = (
     ("Optimal", Termination.OPTIMAL),
     ("Stopped on time", Termination.TIME_LIMIT),
-    ("Stopped on iterations", Termination.FEASIBLE),  # a node or iteration limit, never set here
+    ("Stopped on iterations", Termination.FEASIBLE),  # a node limit (or an iteration limit, never set here)
     ("Infeasible", Termination.INFEASIBLE),
     ("Integer infeasible", Termination.INFEASIBLE),
     ("Unbounded", None),
@@ -28,12 +28,12 @@ _VERSION = re.compile(r"^Version: (\S+)", re.M)
 
 
 def termination_of(status_line: str, has_solution: bool) -> Termination | None:
-    """CBC's answer as a Termination (None: infeasible or unbounded); a limit without an incumbent, or
-    "Stopped on difficulties / ctrl-c / due to errors", is an ERROR."""
+    """CBC's answer as a Termination (None: infeasible or unbounded); a node limit without an incumbent is a
+    TIME_LIMIT (a limit passed before any plan); "Stopped on difficulties / ctrl-c / due to errors" is an ERROR."""
     for start, termination in STATUS_LINES:
         if status_line.startswith(start):
             if termination is Termination.FEASIBLE and not has_solution:
-                return Termination.ERROR
+                return Termination.TIME_LIMIT  # a node limit passed before any incumbent, as a time limit may
             return termination
     return Termination.ERROR
 

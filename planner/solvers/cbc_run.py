@@ -35,6 +35,7 @@ def solve(problem: pulp.LpProblem, options: SolveOptions) -> tuple[str, str]:
             # the CBC binary bundled with pulp 3.x; deprecated only for pulp 4, which needs Python 3.12
             warnings.simplefilter("ignore", DeprecationWarning)
             solver = _Cbc(msg=False, timeLimit=options.time_limit_s, gapRel=options.relative_gap, threads=options.threads,
-                          options=[f"randomSeed {options.seed}", f"randomCbcSeed {options.seed}"], logPath=str(log_path))
+                          options=[f"randomSeed {options.seed}", f"randomCbcSeed {options.seed}"], logPath=str(log_path),
+                          maxNodes=options.node_limit)
         problem.solve(solver)
         return solver.status_line, log_path.read_text(errors="replace")

@@ -61,6 +61,7 @@ class OrtoolsBackend:
         mo.minimize(mathopt.LinearSum(float(c) * x for c, x in zip(model.objective, xs) if c) + model.objective_offset)
         params = mathopt.SolveParameters(
             time_limit=timedelta(seconds=options.time_limit_s),
+            node_limit=options.node_limit,
             relative_gap_tolerance=options.relative_gap,
             absolute_gap_tolerance=0.0,
             # HiGHS takes its thread count from globals only and is deterministic single-threaded
@@ -100,5 +101,7 @@ class OrtoolsBackend:
         if reason in (mathopt.TerminationReason.FEASIBLE, mathopt.TerminationReason.NO_SOLUTION_FOUND):
             if limit == mathopt.Limit.TIME:
                 return Termination.TIME_LIMIT
-            return Termination.FEASIBLE if result.has_primal_feasible_solution() else Termination.ERROR
+            if result.has_primal_feasible_solution():
+                return Termination.FEASIBLE  # short of the gap: a node limit (the only other limit set here)
+            return Termination.TIME_LIMIT if limit == mathopt.Limit.NODE else Termination.ERROR
         return Termination.ERROR

@@ -32,7 +32,8 @@ _HIGHS_TERMINATION: dict = {
     _STATUS.kUnbounded: Termination.UNBOUNDED,
     _STATUS.kUnboundedOrInfeasible: None,  # settled by a second solve
 }
-#: limits never set here; with an incumbent they end a solve short of its gap (FEASIBLE)
+#: limits that end a solve short of its gap (FEASIBLE with an incumbent): the node limit (kSolutionLimit), and
+#: others never set here
 _HIGHS_LIMITS = {_STATUS.kIterationLimit, _STATUS.kSolutionLimit, _STATUS.kObjectiveBound, _STATUS.kObjectiveTarget}
 
 
@@ -116,14 +117,20 @@ def _problem(model: IlpModel) -> tuple[pulp.LpProblem, list]:
 
 def _solve_highs(problem: pulp.LpProblem, options: SolveOptions) -> _Report:
     """Solve with HiGHS and read its model status, solution status and dual bound from its Highs object."""
-    problem.solve(pulp.HiGHS(msg=False, timeLimit=options.time_limit_s, gapRel=options.relative_gap, gapAbs=0.0,
-                             threads=options.threads, random_seed=options.seed))
+    limits = {} if options.node_limit is None else {"mip_max_nodes": options.node_limit}
+    try:
+        problem.solve(pulp.HiGHS(msg=False, timeLimit=options.time_limit_s, gapRel=options.relative_gap, gapAbs=0.0,
+                                 threads=options.threads, random_seed=options.seed, **limits))
+    except KeyError:  # PuLP 3.3 maps no status to HiGHS's node limit (coin-or/pulp#895), after it read the values
+        if problem.solverModel is None or problem.solverModel.getModelStatus() != _STATUS.kSolutionLimit:
+            raise
     highs = problem.solverModel
     status, info = highs.getModelStatus(), highs.getInfo()
     has_solution = info.primal_solution_status == highspy.SolutionStatus.kSolutionStatusFeasible
     termination = _HIGHS_TERMINATION.get(status, Termination.ERROR)
-    if status in _HIGHS_LIMITS and has_solution:
-        termination = Termination.FEASIBLE
+    if status in _HIGHS_LIMITS:
+        termination = Termination.FEASIBLE if has_solution else (
+            Termination.TIME_LIMIT if status == _STATUS.kSolutionLimit else Termination.ERROR)
     if problem.isMIP():
         bound = info.mip_dual_bound
     else:  # an optimal LP basis is dual feasible: its objective is the dual bound

@@ -31,9 +31,10 @@ def test_options_of_a_mapping_keep_every_stated_field_and_default_the_rest():
 
 
 def test_a_studys_gap_reaches_its_plans():
-    stated = StudyOptions(relative_gap=0.003, time_limit_s=4.0)
+    stated = StudyOptions(relative_gap=0.003, time_limit_s=4.0, node_limit=300)
     options = PlanOptions.of(stated.model_dump())
     assert options.relative_gap == 0.003 and options.time_limit_s == 4.0 and options.baseline is False
+    assert options.node_limit == 300
 
 
 def test_the_cli_and_a_rest_plan_job_read_the_same_stated_options_alike(monkeypatch):
@@ -47,11 +48,12 @@ def test_the_cli_and_a_rest_plan_job_read_the_same_stated_options_alike(monkeypa
     monkeypatch.setattr(planner.optimize, "plan_workload", capture)
     result = CliRunner().invoke(app, ["plan", str(WORKLOAD), "--solver", "pulp",
                                       "--engine", "cbc", "--time-limit-s", "7", "--gap", "0.01", "--no-baseline",
-                                      "--alternatives", "2", "--sensitivity", "--sensitivity-delta", "0.3", "--simulate"])
+                                      "--alternatives", "2", "--sensitivity", "--sensitivity-delta", "0.3", "--simulate",
+                                      "--node-limit", "500"])
     assert result.exit_code == 2 and "captured" in result.output, result.output
     job = PlanJob(workload=Workload.model_validate(read_document(WORKLOAD)), solver="pulp", engine="cbc", time_limit_s=7.0, baseline=False, relative_gap=0.01, sensitivity_delta=0.3,
-        alternatives=2, simulate=True)
-    expected = PlanOptions(solver="pulp", engine="cbc", time_limit_s=7.0, relative_gap=0.01, baseline=False, alternatives=2,
+        alternatives=2, simulate=True, node_limit=500)
+    expected = PlanOptions(solver="pulp", engine="cbc", time_limit_s=7.0, relative_gap=0.01, node_limit=500, baseline=False, alternatives=2,
                            sensitivity=SensitivityOptions(delta=0.3), simulate=SimulationOptions())
     assert seen == [expected] and job.options() == expected
     assert job.options(0.5).time_limit_s == pytest.approx(3.5)

@@ -142,3 +142,81 @@ def brute_force_scale_with_inventory(wl, cands, inventory, replicas):
         cap = [sum(n * c.effective_rps for n, c in zip(counts, allowed) if c.role == role) for role in ("prefill", "decode")]
         best = max(best, min(cap) / wl.classes[0].rate_rps)
     return best
+
+
+def shared_decode(classes: dict[str, float], slots: list[float], steps: list[float], tier_ms: float, power_w: float):
+    """One shared decode candidate over ``classes`` (slot capacity and own step per class), tier ``tier_ms``."""
+    from planner.strategies.base import ClassLoad
+
+    base = candidate(next(iter(classes)), "decode", "s", slots[0], power_w)
+    return dataclasses.replace(base, tpot_ms=tier_ms,
+                               mix=tuple(ClassLoad(k, cap, step) for k, cap, step in zip(classes, slots, steps)))
+
+
+def brute_force_shared_scale(wl, cands, max_replicas: int) -> float:
+    """Enumerate every replica vector; for each, the best λ is a small LP over the shared replicas' shares x_k
+    (scipy's linprog: max λ with own capacity + x_k·slots_k ≥ rate_k·λ, x_k·slots_k ≤ rate_k·λ, Σ x_k ≤ n,
+    Σ x_k (1 − T/τ_k) ≤ 0), written here from the physics, not from milp/build.py."""
+    from scipy.optimize import linprog
+
+    names = [rc.name for rc in wl.classes]
+    rate = {rc.name: rc.rate_rps for rc in wl.classes}
+    budget_w = wl.constraints.power_budget_kw * 1e3
+    shared = [c for c in cands if c.mix]
+    best = 0.0
+    for counts in itertools.product(range(max_replicas + 1), repeat=len(cands)):
+        if sum(n * c.power_w for n, c in zip(counts, cands)) > budget_w + 1e-9:
+            continue
+        own = {(k, role): sum(n * c.effective_rps for n, c in zip(counts, cands)
+                              if not c.mix and c.class_name == k and c.role == role) for k in names for role in ("prefill", "decode")}
+        prefill = min(own[(k, "prefill")] / rate[k] for k in names)
+        # variables: λ, then x_{c,k} per shared candidate and class (loads in class order)
+        cols = [(i, load) for i, c in enumerate(shared) for load in c.mix]
+        a, b = [], []
+        for k in names:
+            a.append([rate[k]] + [-shared[i].utilization_cap * load.capacity_rps if load.class_name == k else 0.0
+                                  for i, load in cols])
+            b.append(own[(k, "decode")])  # rate·λ − shared ≤ own
+            a.append([-rate[k]] + [shared[i].utilization_cap * load.capacity_rps if load.class_name == k else 0.0
+                                   for i, load in cols])
+            b.append(0.0)  # shared ≤ rate·λ
+        for j, c in enumerate(shared):
+            n = counts[cands.index(c)]
+            a.append([0.0] + [1.0 if i == j else 0.0 for i, _ in cols])
+            b.append(float(n))
+            a.append([0.0] + [(1.0 - c.tpot_ms / (1000.0 * load.step_s)) if i == j else 0.0 for i, load in cols])
+            b.append(0.0)
+        a.append([1.0] + [0.0] * len(cols))
+        b.append(prefill)
+        lp = linprog([-1.0] + [0.0] * len(cols), A_ub=a, b_ub=b, bounds=[(0, None)] * (1 + len(cols)))
+        best = max(best, -lp.fun if lp.status == 0 else 0.0)
+    return best
+
+
+@st.composite
+def shared_instances(draw):
+    classes = {"fast": draw(st.floats(0.3, 2.0)), "slow": draw(st.floats(0.3, 2.0))}
+    cands = [candidate(k, "prefill", "p", draw(st.floats(2.0, 6.0)), draw(st.floats(200.0, 800.0))) for k in classes]
+    cands += [candidate(k, "decode", "d", draw(st.floats(0.5, 3.0)), draw(st.floats(500.0, 2000.0))) for k in classes]
+    cands.append(shared_decode(classes, [draw(st.floats(0.5, 4.0)) for _ in classes],
+                               [draw(st.floats(0.01, 0.03)), draw(st.floats(0.02, 0.08))], 40.0, draw(st.floats(500.0, 2000.0))))
+    return workload(classes, draw(st.floats(2.0, 8.0))), units_for(classes), cands
+
+
+@settings(PROPERTY, max_examples=20)
+@given(shared_instances())
+def test_random_shared_pool_instances_match_enumeration(instance):
+    """Shared decode replicas (a tier row that may bind: the slow class steps up to 80 ms, the tier is 40 ms) against
+    an enumeration of every replica vector with an LP over the shares; every engine agrees."""
+    wl, units, cands = instance
+    replicas = 3
+    expected = brute_force_shared_scale(wl, cands, replicas)
+    model = build_model(wl, units, cands, BuildOptions(objective="max_goodput"))
+    n = model.blocks["n"]
+    var_ub = model.var_ub.copy()
+    var_ub[n] = np.minimum(var_ub[n], replicas)
+    capped = dataclasses.replace(model, var_ub=var_ub)
+    for backend, engine in ENGINES:
+        result = get_backend(backend).solve(capped, dataclasses.replace(EXACT, engine=engine))
+        assert result.termination is Termination.OPTIMAL, result
+        assert float(result.x[model.blocks["scale"]][0]) == pytest.approx(expected, rel=REL_TOL, abs=1e-7), (backend, engine)

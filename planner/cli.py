@@ -334,7 +334,7 @@ def show_plan(plan) -> None:
     for col in ("class", "strategy", "role", "device", "tp", "partner", "batch", "replicas", "devices", "util", "TTFT ms", "TPOT ms", "kW"):
         pools.add_column(col, justify="left" if col in ("class", "strategy", "role", "device", "partner") else "right")
     for p in plan.pools:
-        pools.add_row(classes_text(p), p.route, p.role, p.device, str(p.tp), partner_text(p), str(p.batch), str(p.replicas),
+        pools.add_row(classes_text(p), p.route, p.role, p.device, str(p.tp) + (f" ep{p.ep}" if p.ep > 1 else ""), partner_text(p), str(p.batch), str(p.replicas),
                       str(p.devices), f"{p.utilization:.2f}", _ms(p.ttft_ms), _ms(p.tpot_ms), f"{p.power_kw:,.1f}")
     console.print(pools)
     classes = Table(title="Classes")

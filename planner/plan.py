@@ -107,7 +107,7 @@ def pools_of(workload: Workload, candidates: list[Candidate], counts: np.ndarray
             ttft_ms=_ttft_at(c, utilization, slo_percentile[c.class_name]), tpot_ms=c.tpot_ms,
             partner_device=c.partner_device, partner_tp=c.partner_tp, partner_role=c.partner_role,
             partner_replicas=int(n) if c.partner_device else None, draft_tokens=c.extra.get("draft_tokens"),
-            limited_by=c.limited_by, dtype=c.dtype,
+            limited_by=c.limited_by, dtype=c.dtype, ep=c.ep,
         ))
     return pools
 

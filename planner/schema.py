@@ -561,6 +561,9 @@ class Pool(Out):
     tpot_ms_range: tuple[float, float] | None = None
     #: the pool's weights dtype when the workload lets pools choose (``dtypes``); None: the workload's ``dtype``
     dtype: str | None = None
+    #: expert-parallel groups of a MoE pool: ``ep`` attention replicas of ``tp / ep`` devices each (data-parallel
+    #: attention), the routed experts over all ``tp`` devices; 1: tensor parallelism alone
+    ep: int = Field(default=1, ge=1)
     #: a pool shared by several classes (``class`` is the one whose SLO bounds it): requests/s of each class it may
     #: serve (0 for one it carries none of)
     serves: dict[str, float] | None = None

@@ -152,7 +152,14 @@ def test_speculative_and_expert_settings(trees, plans):
     assert on_nvidia  # a speculative pool on NVIDIA silicon
     moe = trees["moe-af", "vllm"]
     assert all("--enable-expert-parallel" in t for p, t in moe.items() if p.endswith("launch.sh"))
-    assert any("attention/FFN disaggregation" in t for p, t in moe.items() if p.endswith("README.md"))
+    # its decode pool runs 8 expert groups of one B200 each: 8 data-parallel engines of TP1, a share of the batch each
+    decode = next(p for p in plans["moe-af"].pools if p.role == "decode" and p.ep > 1)
+    launch = next(t for path, t in moe.items() if f"-decode-{decode.device}-tp{decode.tp}/" in path and path.endswith("launch.sh"))
+    assert f"--data-parallel-size {decode.ep}" in launch and f"--tensor-parallel-size {decode.tp // decode.ep}" in launch
+    assert f"--max-num-seqs {decode.batch // decode.ep}" in launch
+    trt = next(t for path, t in trees["moe-af", "trtllm"].items()
+               if f"-decode-{decode.device}-tp{decode.tp}/" in path and path.endswith("config.yaml"))
+    assert yaml.safe_load(trt)["enable_attention_dp"] is (decode.ep == decode.tp)
 
 
 @pytest.mark.skipif(shutil.which("bash") is None, reason="bash not installed")

@@ -141,11 +141,14 @@ def af_disagg(catalog: Catalog, workload: Workload) -> Claim:
         c.rate_rps_served for c in both.classes)
     pairs = sorted({(p.device, p.partner_device) for p in both.pools if p.strategy == "af_disagg" and p.role == "decode"})
     split = ", ".join(f"attention on {a}, experts on {e}" for a, e in pairs) or "no af_disagg pool"
+    groups = max((p.ep for p in pd_only.pools if p.role == "decode"), default=1)
     one_type = pairs and all(a == e for a, e in pairs)
     params = catalog.model(workload.model).published_params_b.total
     why = (f"{workload.model} ({params:,.0f}B, not the talk's 3T): with attention/FFN pools ({split}) the fleet serves "
            f"{both.goodput_scale:.2f}x the rate, {share:.0%} of it split that way; prefill/decode alone {pd_only.goodput_scale:.2f}x "
-           f"({_fleet(pd_only)})" + ("; both roles on one device type: the gain is the split, not a second silicon"
-                                      if one_type else ""))
+           f"({_fleet(pd_only)}" + (f"; decode in {groups} expert-parallel groups of data-parallel attention, which stops "
+                                    "copying MLA's KV to every tensor-parallel rank" if groups > 1 else "") + ")"
+           + ("; both roles on one device type: the gain is the split, not a second silicon" if one_type else ""))
     return checked("af-disagg", ratio, plan_inputs(both, workload, _source("af_disagg")), why,
-                   {"goodput_scale": both.goodput_scale, "pd_only_goodput_scale": pd_only.goodput_scale, "af_share": share})
+                   {"goodput_scale": both.goodput_scale, "pd_only_goodput_scale": pd_only.goodput_scale, "af_share": share,
+                    "pd_only_expert_groups": groups})

@@ -91,6 +91,9 @@ def notes(s: PoolSpec, stack: str) -> list[str]:
     if p.partner_role == "draft":
         out.append(f"the plan puts the draft model on {p.partner_tp}x {p.partner_device}; no public stack runs a "
                    "draft on other silicon, so the draft runs on the target's devices here and TPOT will differ")
+    if stack == "trtllm" and 1 < p.ep < p.tp:
+        out.append(f"{p.ep} attention replicas of {p.tp // p.ep} GPUs: TensorRT-LLM's attention data parallelism "
+                   "takes every rank or none, so attention runs tensor-parallel here and fewer sequences fit")
     if p.partner_role == "ffn":
         out.append(f"attention/FFN disaggregation (experts on {p.partner_tp}x {p.partner_device}) has no public "
                    "stack option; written as one expert-parallel engine on the attention devices")
@@ -102,8 +105,9 @@ def vllm_options(s: PoolSpec) -> list[tuple[str, str | None]]:
     p = s.pool
     opts: list[tuple[str, str | None]] = [
         ("--served-model-name", hf_repo(s.model)),
-        ("--tensor-parallel-size", str(p.tp)), ("--pipeline-parallel-size", "1"),
-        ("--max-num-seqs", str(p.batch)), ("--max-num-batched-tokens", str(token_budget(s))),
+        # data-parallel attention: ep engines of tp/ep GPUs, each with its share of the batch; experts over all tp
+        ("--tensor-parallel-size", str(p.tp // p.ep)), ("--pipeline-parallel-size", "1"),
+        ("--max-num-seqs", str(p.batch // p.ep)), ("--max-num-batched-tokens", str(token_budget(s))),
         ("--max-model-len", str(max_model_len(s))),
         ("--kv-cache-dtype", KV_DTYPES["vllm"].get(s.kv_dtype, "auto")),
         ("--gpu-memory-utilization", f"{USABLE_MEMORY_FRACTION:g}"),
@@ -114,6 +118,8 @@ def vllm_options(s: PoolSpec) -> list[tuple[str, str | None]]:
         opts.append(("--enable-prefix-caching", None))
     if s.moe:
         opts.append(("--enable-expert-parallel", None))
+    if p.ep > 1:
+        opts.append(("--data-parallel-size", str(p.ep)))
     if s.vllm_device:
         opts.append(("--device", s.vllm_device))
     if s.draft_model:
@@ -139,6 +145,8 @@ def sglang_options(s: PoolSpec) -> list[tuple[str, str | None]]:
         opts.append(("--quantization", ONLINE_QUANTIZATION[s.dtype]))
     if s.moe:
         opts.append(("--ep-size", str(p.tp)))
+    if p.ep > 1:
+        opts += [("--enable-dp-attention", None), ("--dp-size", str(p.ep))]
     if s.draft_model:
         opts += [("--speculative-algorithm", "STANDALONE"), ("--speculative-draft-model-path", hf_repo(s.draft_model)),
                  ("--speculative-num-steps", str(s.draft_tokens)), ("--speculative-eagle-topk", "1"),
@@ -161,6 +169,8 @@ def trtllm_config(s: PoolSpec) -> dict:
     }
     if s.moe:
         config["moe_expert_parallel_size"] = p.tp
+    if p.ep == p.tp > 1:
+        config["enable_attention_dp"] = True
     if s.draft_model:
         config["speculative_config"] = {"decoding_type": "DraftTarget", "max_draft_len": s.draft_tokens,
                                         "speculative_model": hf_repo(s.draft_model)}

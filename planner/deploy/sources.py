@@ -12,6 +12,7 @@ VLLM_NIXL = "https://docs.vllm.ai/en/stable/features/nixl_connector_usage.html"
 VLLM_DISAGG = "https://docs.vllm.ai/en/latest/features/disagg_prefill/"
 VLLM_BENCH = "https://docs.vllm.ai/en/latest/cli/bench/serve/"
 VLLM_EP = "https://www.mintlify.com/vllm-project/vllm/configuration/engine-args"
+VLLM_DP = "https://docs.vllm.ai/en/latest/serving/data_parallel_deployment/"
 SGLANG_ARGS = "https://www.mintlify.com/sgl-project/sglang/backend/server-arguments"
 SGLANG_DISAGG = "https://docs.sglang.io/docs/advanced_features/pd_disaggregation"
 SGLANG_SPEC = "https://docs.sglang.io/docs/advanced_features/speculative_decoding"
@@ -30,7 +31,7 @@ VLLM_FLAGS: dict[str, str] = {
     "--max-num-seqs": VLLM_ARGS, "--max-num-batched-tokens": VLLM_ARGS, "--max-model-len": VLLM_ARGS,
     "--kv-cache-dtype": VLLM_ARGS, "--gpu-memory-utilization": VLLM_ARGS, "--quantization": VLLM_ARGS,
     "--enable-prefix-caching": VLLM_ARGS, "--device": VLLM_ARGS,
-    "--enable-expert-parallel": VLLM_EP,
+    "--enable-expert-parallel": VLLM_EP, "--data-parallel-size": VLLM_DP,
     "--speculative-config": VLLM_SPEC, "--kv-transfer-config": VLLM_NIXL,
 }
 #: keys of vLLM's ``--speculative-config`` JSON
@@ -49,6 +50,7 @@ VLLM_BENCH_FLAGS: dict[str, str] = {
 SGLANG_FLAGS: dict[str, str] = {
     "--model-path": SGLANG_ARGS, "--host": SGLANG_ARGS, "--port": SGLANG_ARGS, "--served-model-name": SGLANG_ARGS,
     "--tp-size": SGLANG_ARGS, "--pp-size": SGLANG_ARGS, "--ep-size": SGLANG_ARGS,
+    "--enable-dp-attention": SGLANG_ARGS, "--dp-size": SGLANG_ARGS,
     "--max-running-requests": SGLANG_ARGS, "--chunked-prefill-size": SGLANG_ARGS, "--context-length": SGLANG_ARGS,
     "--kv-cache-dtype": SGLANG_ARGS, "--mem-fraction-static": SGLANG_ARGS, "--quantization": SGLANG_ARGS,
     "--disaggregation-mode": SGLANG_DISAGG, "--disaggregation-transfer-backend": SGLANG_DISAGG,
@@ -63,7 +65,7 @@ TRTLLM_FLAGS: dict[str, str] = {"--host": TRTLLM_SERVE, "--port": TRTLLM_SERVE, 
 #: keys of the LLM API options YAML (nested keys as ``parent.child``)
 TRTLLM_KEYS: dict[str, str] = {
     "tensor_parallel_size": TRTLLM_LLM_API, "pipeline_parallel_size": TRTLLM_LLM_API,
-    "moe_expert_parallel_size": TRTLLM_LLM_API, "max_batch_size": TRTLLM_LLM_API, "max_num_tokens": TRTLLM_LLM_API,
+    "moe_expert_parallel_size": TRTLLM_LLM_API, "enable_attention_dp": TRTLLM_LLM_API, "max_batch_size": TRTLLM_LLM_API, "max_num_tokens": TRTLLM_LLM_API,
     "max_seq_len": TRTLLM_LLM_API, "enable_chunked_prefill": TRTLLM_LLM_API,
     "kv_cache_config": TRTLLM_LLM_API, "kv_cache_config.dtype": TRTLLM_LLM_API,
     "kv_cache_config.free_gpu_memory_fraction": TRTLLM_LLM_API, "kv_cache_config.enable_block_reuse": TRTLLM_LLM_API,

@@ -111,6 +111,7 @@ POOL_COLUMNS = [
     Column("role", "Role", 11),
     Column("device", "Device", 14),
     Column("tp", "TP (devices per replica)", 12, "int"),
+    Column("ep", "Expert groups (data-parallel attention)", 12, "int"),
     Column("partner", "Partner (role device x TP)", 22),
     Column("batch", "Batch", 8, "int"),
     Column("replicas", "Replicas", 9, "int"),

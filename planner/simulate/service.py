@@ -102,7 +102,7 @@ def service_for(pool: Pool, rc: RequestClass, ctx: ServiceContext) -> PrefillSer
     n, b = pool.tp, pool.batch
     if pool.role == "prefill":
         new, cached = prompt_tokens(rc)
-        seconds = costs.prefill(model, s, n, new, cached, prompts=np.arange(1, b + 1, dtype=float)).total_s.reshape(-1)
+        seconds = costs.prefill(model, s, n, new, cached, prompts=np.arange(1, b + 1, dtype=float), ep=pool.ep).total_s.reshape(-1)
         move = float(transfer_s(float(model.kv_bytes(rc.input_tokens)), n * s.nic_bytes_s, s.nic_latency_s))
         return PrefillService(seconds, move)
     batches = np.arange(0, b + 1, dtype=float)
@@ -112,7 +112,7 @@ def service_for(pool: Pool, rc: RequestClass, ctx: ServiceContext) -> PrefillSer
                            chunk_tokens=ctx.chunk_tokens)
     running = np.maximum(batches, 1.0)  # b = 0 is never stepped in a decode-only pool
     if pool.strategy == "pd_disagg":
-        return StepService(b, lambda p: costs.decode(model, s, n, running, c).total_s.reshape(-1))
+        return StepService(b, lambda p: costs.decode(model, s, n, running, c, ep=pool.ep).total_s.reshape(-1))
     if pool.strategy == "spec_decode":
         return _spec_service(pool, rc, ctx, running)
     if pool.strategy == "af_disagg":

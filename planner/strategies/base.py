@@ -85,6 +85,9 @@ class Candidate:
     extra: dict = field(default_factory=dict, compare=False)
     #: its weights dtype when the workload lets pools choose (``Workload.dtypes``), else None
     dtype: str | None = None
+    #: expert-parallel groups: ``ep`` attention replicas of ``tp / ep`` devices (data-parallel attention), the routed
+    #: experts split over all ``tp`` (1: tensor parallelism alone)
+    ep: int = 1
     #: a shared replica: every class it may serve (``class_name`` is the one whose TPOT SLO bounds the mix's step);
     #: empty for a replica of ``class_name`` alone
     mix: tuple[ClassLoad, ...] = ()
@@ -95,7 +98,8 @@ class Candidate:
         share = f"/{self.partner_share}" if self.partner_share > 1 else ""
         if self.mix:
             return f"shared:{self.class_name}/{self.route}/{self.role}/{self.device}x{self.tp}#{self.batch}"
-        return f"{self.class_name}/{self.route}/{self.role}/{self.device}x{self.tp}{partner}{share}"
+        ep = f"ep{self.ep}" if self.ep > 1 else ""
+        return f"{self.class_name}/{self.route}/{self.role}/{self.device}x{self.tp}{ep}{partner}{share}"
 
     @property
     def route(self) -> str:
@@ -252,8 +256,24 @@ def kv_out_bytes(ctx: Pricing, rc: RequestClass, strategy: str) -> float:
     return edge_bytes(ctx.graph, rc.name, strategy, "prefill", target)
 
 
+def expert_groups(model: ModelProfile, s: Silicon, n: int) -> list[int]:
+    """Expert-parallel group counts a replica of ``n`` devices may run: 1, and for a MoE model on GPU-like devices
+    (not SRAM or dataflow pipelines) every power of two from 2 to ``n`` (data-parallel attention, one attention
+    replica of ``n / ep`` devices per group, the routed experts over all ``n``)."""
+    if not model.moe_layers or s.sram or s.dataflow:
+        return [1]
+    return [1] + [2**i for i in range(1, 13) if 2**i <= n and n % 2**i == 0]
+
+
+def kv_per_device(model: ModelProfile, costs: CostModel, s: Silicon, n: int, ep: int = 1):
+    """A device's share of one sequence's KV: its attention replica's (``n / ep`` devices) share of the sequences
+    that replica holds (``1 / ep`` of them)."""
+    return costs.kv_share(model, s, n // ep).reshape(-1) / ep
+
+
 def price_prefill(ctx: Pricing, rc: RequestClass, strategy: str) -> list[Candidate]:
-    """Prefill replicas: ``m`` prompts at a time; TTFT = M/D/1 wait + service + KV hand-off within the SLO."""
+    """Prefill replicas: ``m`` prompts at a time; TTFT = M/D/1 wait + service + KV hand-off within the SLO; for a MoE
+    model, the expert groups (``expert_groups``) with the most capacity too."""
     model, costs = ctx.model, ctx.costs
     new, cached = prompt_tokens(rc)
     kv_out = kv_out_bytes(ctx, rc, strategy)
@@ -262,23 +282,29 @@ def price_prefill(ctx: Pricing, rc: RequestClass, strategy: str) -> list[Candida
     out = []
     for s in ctx.silicon:
         for n in s.device_counts(model.weights_bytes, ctx.options.max_tp):
-            service = costs.prefill(model, s, n, new, cached, prompts=m).total_s.reshape(-1)
-            kv_per_device = m * model.kv_bytes(rc.input_tokens) * costs.kv_share(model, s, n).reshape(-1)
-            fits = kv_per_device <= s.kv_room_bytes(model.weights_bytes / n)
             move = float(transfer_s(kv_out, n * s.nic_bytes_s, s.nic_latency_s)) if kv_out else 0.0
-            rho = max_utilization_at(slo_s, service, move, rc.slo.percentile)
             network_rps = n * s.nic_bytes_s / kv_out if kv_out else np.inf
-            capacity = np.minimum(m / service, network_rps)
-            i = best(fits & (rho > 0), rho * capacity)
-            if i is None:
+            found = None
+            for ep in expert_groups(model, s, n):
+                weights = float(model.weights_per_device(n, ep))
+                service = costs.prefill(model, s, n, new, cached, prompts=m, ep=ep).total_s.reshape(-1)
+                fits = ((m * model.kv_bytes(rc.input_tokens) * kv_per_device(model, costs, s, n, ep) <= s.kv_room_bytes(weights))
+                        & (weights <= s.usable_weights_bytes))
+                rho = max_utilization_at(slo_s, service, move, rc.slo.percentile)
+                capacity = np.minimum(m / service, network_rps)
+                i = best(fits & (rho > 0), rho * capacity)
+                if i is not None and (found is None or rho[i] * capacity[i] > found[0]):
+                    found = (rho[i] * capacity[i], ep, i, service, rho, capacity)
+            if found is None:
                 continue
+            _, ep, i, service, rho, capacity = found
             ttft = wait_s(rho[i], service[i], rc.slo.percentile) + service[i] + move
             out.append(Candidate(
                 class_name=rc.name, strategy=strategy, role="prefill", device=s.id, tp=n, batch=int(m[i]),
                 **money([(s, n)]), capacity_rps=float(capacity[i]), utilization_cap=float(rho[i]),
                 ttft_ms=s_to_ms(float(ttft)), tpot_ms=None,
                 limited_by="network" if capacity[i] >= network_rps else "slo.ttft_ms",
-                extra={"service_s": float(service[i]), "transfer_s": move},
+                extra={"service_s": float(service[i]), "transfer_s": move}, ep=ep,
             ))
     return out
 
@@ -350,15 +376,18 @@ def recheck_prefill(pool: Pool, rc: RequestClass, check: Checking) -> Recheck:
     """A prefill pool: TTFT at its planned utilisation (wait + service + KV hand-off), memory, prompts/s per replica."""
     model, costs = check.model, check.costs
     silicon = costs.silicon(pool.device, check.workload.dtype)
-    n, m = pool.tp, pool.batch
+    n, m, ep = pool.tp, pool.batch, pool.ep
+    if ep not in expert_groups(model, silicon, n):
+        return Recheck(False, False, 0.0, f"prefill on {pool.device}: {ep} expert groups on {n} devices")
     new, cached = prompt_tokens(rc)
-    service = float(costs.prefill(model, silicon, n, new, cached, prompts=m).total_s.reshape(-1)[0])
+    service = float(costs.prefill(model, silicon, n, new, cached, prompts=m, ep=ep).total_s.reshape(-1)[0])
     kv = float(model.kv_bytes(rc.input_tokens))
     move = float(transfer_s(kv, n * silicon.nic_bytes_s, silicon.nic_latency_s))
     # at the planned utilisation, as the plan reports it (a solver's 1e-7 overshoot of the cap is the demand check's)
     ttft = float(wait_s(min(pool.utilization, pool.utilization_cap), service, rc.slo.percentile)) + service + move
-    share = float(costs.kv_share(model, silicon, n).reshape(-1)[0])
-    fits = model.weights_bytes / n <= silicon.usable_weights_bytes and m * kv * share <= silicon.kv_room_bytes(model.weights_bytes / n)
+    share = float(kv_per_device(model, costs, silicon, n, ep)[0])
+    weights = float(model.weights_per_device(n, ep))
+    fits = weights <= silicon.usable_weights_bytes and m * kv * share <= silicon.kv_room_bytes(weights)
     return Recheck(within(ttft, rc.slo.ttft_ms) and close(s_to_ms(ttft), pool.ttft_ms), fits, m / service,
                    f"prefill on {pool.device}: recomputed TTFT {s_to_ms(ttft):.1f} ms vs plan {pool.ttft_ms} ms")
 
@@ -385,9 +414,12 @@ def recheck_shared_prefill(pool: Pool, check: Checking, strategy: str) -> Rechec
 
 
 def decode_fits(model: ModelProfile, costs: CostModel, silicon: Silicon, n: int, batch: int, rc: RequestClass,
-                extra_weights_per_device: float = 0.0) -> bool:
-    """The weights and ``batch`` sequences' paged KV fit on ``n`` devices."""
+                extra_weights_per_device: float = 0.0, ep: int = 1) -> bool:
+    """The weights and ``batch`` sequences' paged KV fit on ``n`` devices (in ``ep`` expert groups)."""
+    if ep not in expert_groups(model, silicon, n):
+        return False
     live_kv = float(model.kv_bytes(paged_kv_tokens(rc.input_tokens, rc.output_tokens)))
-    share = float(costs.kv_share(model, silicon, n).reshape(-1)[0])
-    room = silicon.kv_room_bytes(model.weights_bytes / n, extra_weights_per_device)
-    return model.weights_bytes / n <= silicon.usable_weights_bytes and batch * live_kv * share <= room
+    share = float(kv_per_device(model, costs, silicon, n, ep)[0])
+    weights = float(model.weights_per_device(n, ep))
+    room = silicon.kv_room_bytes(weights, extra_weights_per_device)
+    return weights <= silicon.usable_weights_bytes and batch * live_kv * share <= room

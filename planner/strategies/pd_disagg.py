@@ -18,9 +18,11 @@ from planner.strategies.base import (
     add_prefill_task,
     add_task,
     close,
-    decode_choice,
+    decode_choices,
     decode_fits,
     edge_bytes,
+    expert_groups,
+    kv_per_device,
     mean_context,
     money,
     node_id,
@@ -53,20 +55,25 @@ def price(unit: str, ctx: Pricing, rc: RequestClass) -> list[Candidate]:
     model, costs = ctx.model, ctx.costs
     kv_in = edge_bytes(ctx.graph, rc.name, NAME, "prefill", "decode")
     b = np.asarray(ctx.options.batches, dtype=float)
+    live = model.kv_bytes(paged_kv_tokens(rc.input_tokens, rc.output_tokens))
     out = []
     for s in ctx.silicon:
         for n in s.device_counts(model.weights_bytes, ctx.options.max_tp):
-            tpot = costs.decode(model, s, n, b, mean_context(rc)).total_s.reshape(-1)
-            per_seq = model.kv_bytes(paged_kv_tokens(rc.input_tokens, rc.output_tokens)) * costs.kv_share(model, s, n).reshape(-1)
-            fits = b * per_seq <= s.kv_room_bytes(model.weights_bytes / n)
-            choice = decode_choice(rc, tpot, fits, b, n * s.nic_bytes_s / kv_in if kv_in else np.inf)
-            if choice is None:
+            groups = expert_groups(model, s, n)  # tensor parallelism alone, or data-parallel attention + EP
+            tpot = np.stack([costs.decode(model, s, n, b, mean_context(rc), ep=ep).total_s.reshape(-1) for ep in groups])
+            weights = [float(model.weights_per_device(n, ep)) for ep in groups]
+            fits = np.stack([(b * live * kv_per_device(model, costs, s, n, ep) <= s.kv_room_bytes(w)) & (w <= s.usable_weights_bytes)
+                             for ep, w in zip(groups, weights)])
+            choices = decode_choices(rc, tpot[:, None, :], fits, b, n * s.nic_bytes_s / kv_in if kv_in else np.inf)
+            ranked = [(c[2], -k, k) for k, c in enumerate(choices) if c is not None]  # most capacity, then fewest groups
+            if not ranked:
                 continue
-            i, capacity, limited = choice
+            k = max(ranked)[2]
+            _, i, capacity, limited = choices[k]
             out.append(Candidate(
                 class_name=rc.name, strategy=NAME, role="decode", device=s.id, tp=n, batch=int(b[i]),
                 **money([(s, n)]), capacity_rps=capacity, utilization_cap=DECODE_UTILIZATION,
-                ttft_ms=None, tpot_ms=s_to_ms(float(tpot[i])), limited_by=limited,
+                ttft_ms=None, tpot_ms=s_to_ms(float(tpot[k, i])), limited_by=limited, ep=groups[k],
             ))
     return out
 
@@ -124,9 +131,11 @@ def recheck(pool: Pool, rc: RequestClass, check: Checking) -> Recheck:
         return recheck_prefill(pool, rc, check)
     model, costs = check.model, check.costs
     s = costs.silicon(pool.device, check.workload.dtype)
-    tpot = float(costs.decode(model, s, pool.tp, pool.batch, mean_context(rc)).total_s.reshape(-1)[0])
+    if pool.ep not in expert_groups(model, s, pool.tp):
+        return Recheck(False, False, 0.0, f"decode on {pool.device}: {pool.ep} expert groups on {pool.tp} devices")
+    tpot = float(costs.decode(model, s, pool.tp, pool.batch, mean_context(rc), ep=pool.ep).total_s.reshape(-1)[0])
     return Recheck(within(tpot, rc.slo.tpot_ms) and close(s_to_ms(tpot), pool.tpot_ms),
-                   decode_fits(model, costs, s, pool.tp, pool.batch, rc), pool.batch / (tpot * rc.output_tokens),
+                   decode_fits(model, costs, s, pool.tp, pool.batch, rc, ep=pool.ep), pool.batch / (tpot * rc.output_tokens),
                    f"decode on {pool.device}: recomputed TPOT {s_to_ms(tpot):.2f} ms vs plan {pool.tpot_ms} ms")
 
 

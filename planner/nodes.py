@@ -83,14 +83,13 @@ def _listed(by_type: Mapping[str, int]) -> str:
 
 
 def nodes_text(totals: Totals, whole: bool) -> str:
-    """A fleet's nodes in words: `` in 2 nodes (1 h100-sxm, 1 mi300x), whole nodes: 3 idle devices (3 h100-sxm)``
-    ('' for totals without nodes)."""
+    """A fleet's nodes in words: `` in 2 nodes (1 h100-sxm, 1 mi300x), 3 of them idle (3 h100-sxm)`` (the idle part
+    with ``whole``; '' for totals without nodes)."""
     if not totals.nodes_by_type:
         return ""
     nodes = sum(totals.nodes_by_type.values())
     text = f" in {nodes} node{'s' if nodes != 1 else ''} ({_listed(totals.nodes_by_type)})"
+    idle = sum(totals.idle_devices_by_type.values())
     if whole:
-        idle = sum(totals.idle_devices_by_type.values())
-        text += f", whole nodes: {idle} idle device{'s' if idle != 1 else ''}" + (
-            f" ({_listed(totals.idle_devices_by_type)})" if idle else "")
+        text += f", {idle} of them idle ({_listed(totals.idle_devices_by_type)})" if idle else ", every node full"
     return text

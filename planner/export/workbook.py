@@ -307,11 +307,11 @@ def whole_nodes_note(plan: Plan, book: PlanBook) -> str:
     idle_kw = plan.workload.constraints.pue * sum(k * lines[d].power_per_device_w for d, k in idle.items() if d in lines) / WATTS_PER_KW
     usd_per_hour = sum(k * lines[d].price_usd_per_hour for d, k in idle.items() if d in lines)
     capex = sum(k * lines[d].price_usd for d, k in idle.items() if d in lines)
-    head = f"Whole nodes (whole_nodes: true): the plan buys{nodes_text(plan.totals, True)}"
+    head = f"Whole nodes (whole_nodes: true): the plan buys {plan.totals.devices} devices{nodes_text(plan.totals, True)}"
     if not idle:
-        return head + "; every node is full."
-    return (head + f". The plan charged the idle devices like used ones: {idle_kw:,.1f} kW facility, "
-                   f"${usd_per_hour:,.2f}/h and ${capex:,.0f} capex are in its totals.")
+        return head + "."
+    return (head + f"; it charged the idle devices like used ones: {idle_kw:,.1f} kW facility, ${usd_per_hour:,.2f}/h "
+                   f"and ${capex:,.0f} capex of its totals.")
 
 
 def _write_facts(ws, style, plan: Plan, source: str, row: int) -> int:

@@ -13,11 +13,13 @@ import dataclasses
 import numpy as np
 import pytest
 
+from planner import decompose
 from planner.milp.build import BuildOptions, build_model
 from planner.milp.rounding import relaxed, rounded_solution
 from planner.nodes import PerDevice
 from planner.solvers import SolveOptions, Termination, get_backend
 from tests.solvers.conftest import candidate, units_for, workload
+from tests.solvers.test_decompose import full, two_classes
 
 ENGINES = [("ortools", "scip"), ("ortools", "highs"), ("pulp", "highs"), ("pulp", "cbc")]
 EXACT = SolveOptions(time_limit_s=30, relative_gap=1e-9)
@@ -25,7 +27,7 @@ EXACT = SolveOptions(time_limit_s=30, relative_gap=1e-9)
 
 def _sized(device: str, rps: float, watts: float, usd: float, node: int):
     c = candidate("chat", "prefill" if device == "p" else "decode", device, rps, watts, cost=usd)
-    return dataclasses.replace(c, per_device={device: PerDevice(watts, usd, 1000.0 * usd, node)})
+    return dataclasses.replace(c, per_device={device: PerDevice(watts, usd, 1000.0 * usd, node)}, price_by_type={device: usd})
 
 
 NODES = [_sized("p", 100.0, 50.0, 1.0, 1), _sized("a", 1.0, 100.0, 1.0, 8), _sized("b", 1.0, 150.0, 1.4, 1)]
@@ -98,3 +100,36 @@ def test_the_lp_rounding_point_satisfies_the_new_rows(constraints):
     point = rounded_solution(model, lp.x)
     assert point is not None and model.max_violation(point) <= 1e-6
     assert float(point[model.blocks["scale"]][0]) > 0
+
+
+def test_the_class_by_class_solve_keeps_the_minimum_and_whole_nodes_turn_it_off():
+    """Two classes, each its own pools: a minimum of replicas is a row of each pool, so the classes still solve apart
+    (to the full MILP's optimum, at a point of the full MILP with its u_c set); whole nodes share a node's devices
+    between the classes, so they do not."""
+    wl, units, cands = two_classes()
+    wl = wl.model_copy(update={"constraints": wl.constraints.model_copy(update={"min_replicas_per_pool": 2})})
+    assert decompose.decomposable(wl, 1e-6)
+    split = decompose.solve(wl, units, cands, "ortools", SolveOptions(time_limit_s=30, relative_gap=1e-6))
+    assert split is not None and split.results[0].message == "class by class (2 classes)"
+    assert split.results[0].objective == pytest.approx(full(wl, units, cands, "max_goodput"), rel=1e-6)
+    for model, result in zip(split.models, split.results):
+        assert model.max_violation(result.x) <= 1e-9
+        n = np.round(result.x[model.blocks["n"]])
+        assert set(n[n > 0]) and min(n[n > 0]) >= 2
+    whole = wl.model_copy(update={"constraints": wl.constraints.model_copy(update={"whole_nodes": True})})
+    assert not decompose.decomposable(whole, 1e-6)
+
+
+@pytest.mark.parametrize("backend, engine", ENGINES)
+def test_idle_devices_count_against_the_cost_budget_and_the_owned_fleet(backend, engine):
+    """$5/h: p + 4 x a serve 4 req/s, λ = 0.8; with whole nodes a node of a costs $8, so p + 2 x b ($3.80): λ = 0.4.
+    3 owned a (free), min cost: p + 3 owned + 2 bought a = $3/h; with whole nodes the node's 8 devices are 3 owned and
+    5 bought: p + $5 = $6/h (5 x b would be $8)."""
+    scale = lambda model, result: float(result.x[model.blocks["scale"]][0])  # noqa: E731
+    budget = {"cost_budget_usd_per_hour": 5.0}
+    assert scale(*_solve(_workload("max_goodput", **budget), NODES, backend, engine)[:2]) == pytest.approx(0.8, rel=1e-6)
+    model, result, counts = _solve(_workload("max_goodput", whole_nodes=True, **budget), NODES, backend, engine)
+    assert scale(model, result) == pytest.approx(0.4, rel=1e-6) and counts["a"] == 0
+    owned = {"owned": {"a": 3}}
+    assert _solve(_workload("min_cost", **owned), NODES, backend, engine)[1].objective == pytest.approx(3.0, rel=1e-6)
+    assert _solve(_workload("min_cost", whole_nodes=True, **owned), NODES, backend, engine)[1].objective == pytest.approx(6.0, rel=1e-6)

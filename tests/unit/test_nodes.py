@@ -46,7 +46,7 @@ def test_fleet_totals_add_the_idle_devices_power_money_and_capex():
     assert whole.cost_usd_per_hour == pytest.approx(13.52)
     assert whole.capex_usd == pytest.approx(220_000.0)
     assert (whole.nodes_by_type, whole.idle_devices_by_type) == ({"gpu": 1}, {"gpu": 3})
-    assert nodes_text(whole, True) == " in 1 node (1 gpu), whole nodes: 3 idle devices (3 gpu)"
+    assert nodes_text(whole, True) == " in 1 node (1 gpu), 3 of them idle (3 gpu)"
     same = fleet_totals(used, UNITS, whole=False, pue=1.2)
     assert same.model_copy(update={"nodes_by_type": {}}) == used and same.nodes_by_type == {"gpu": 1}
     assert nodes_text(same, False) == " in 1 node (1 gpu)"

@@ -7,7 +7,9 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
+from typer.testing import CliRunner
 
+from planner.cli import app
 from planner.optimize import PlanOptions, plan_workload
 from planner.schema import Workload
 from planner.verify import verify_plan
@@ -75,3 +77,13 @@ def test_a_shared_partner_counts_its_own_replicas(catalog):
     result = verify_plan(plan.model_copy(update={"pools": (pool,)}), catalog)
     assert not result.checks["min_replicas"]
     assert any("2 replicas (1 partner replicas) < min_replicas_per_pool 2" in m for m in result.messages)
+
+
+@pytest.mark.parametrize("value, allowed", [(0, "greater than or equal to 1"), (1001, "less than or equal to 1000")])
+def test_the_cli_names_a_bad_minimum_in_one_line(tmp_path, value, allowed):
+    path = tmp_path / "w.json"
+    path.write_text(chat(min_replicas_per_pool=2).model_dump_json().replace('"min_replicas_per_pool":2',
+                                                                            f'"min_replicas_per_pool":{value}'))
+    result = CliRunner().invoke(app, ["plan", str(path)])
+    assert result.exit_code == 2 and len(result.output.strip().splitlines()) == 1
+    assert f"constraints.min_replicas_per_pool: Input should be {allowed}" in result.output

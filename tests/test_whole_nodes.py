@@ -102,9 +102,10 @@ def test_the_verifier_recounts_the_nodes(catalog, used, whole):
 
 
 def test_an_inventory_short_of_a_whole_node_leaves_no_plan(catalog):
-    """7 H100s are no node of 8: with whole nodes nothing can be bought (infeasible, exit 1 in the CLI)."""
+    """7 H100s are no node of 8: with whole nodes nothing can be bought; the diagnosis asks for the eighth."""
     assert solve(catalog, chat(140, inventory={"h100-sxm": 7})).status == "optimal"
-    assert solve(catalog, chat(140, whole_nodes=True, inventory={"h100-sxm": 7})).status == "infeasible"
+    short = solve(catalog, chat(140, whole_nodes=True, inventory={"h100-sxm": 7}))
+    assert short.status == "infeasible" and short.diagnosis.relaxations == {"inventory_h100-sxm": 1.0}
 
 
 def test_the_workbook_says_what_the_rounding_did(catalog, whole, used, tmp_path):

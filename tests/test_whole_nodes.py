@@ -114,6 +114,9 @@ def test_the_workbook_says_what_the_rounding_did(catalog, whole, used, tmp_path)
     def notes(name):
         ws = openpyxl.load_workbook(tmp_path / name, data_only=True)["Summary"]
         return [c for row in ws.iter_rows(values_only=True) for c in row if isinstance(c, str)]
+    summary = openpyxl.load_workbook(tmp_path / "whole.xlsx", data_only=True)["Summary"]
+    totals = {row[0]: row[1:3] for row in summary.iter_rows(values_only=True) if row[0] in ("Devices", "Nodes")}
+    assert totals == {"Devices": (8, 8), "Nodes": (1, 1)}  # this workbook, as planned
     assert ("Whole nodes (whole_nodes: true): the plan buys 8 devices in 1 node (1 h100-sxm), 3 of them idle "
             "(3 h100-sxm); it charged the idle devices like used ones: 4.6 kW facility, $5.07/h and $82,500 capex "
             "of its totals.") in notes("whole.xlsx")

@@ -406,7 +406,8 @@ def _write_totals(ws, style, plan: Plan, book: PlanBook, totals: BomTotals, row:
     t, tco = plan.totals, book.tco
     lines = [
         ("Devices", totals.values["devices"], f"={bom}{totals.refs['devices']}", t.devices, "int"),
-        ("Nodes", totals.values["nodes"], f"={bom}{totals.refs['nodes']}", None, "int"),
+        ("Nodes", totals.values["nodes"], f"={bom}{totals.refs['nodes']}",
+         sum(t.nodes_by_type.values()) if t.nodes_by_type else None, "int"),
         ("Racks (by space, where the catalog knows rack units)", totals.values["racks"],
          f"={bom}{totals.refs['racks']}", None, "int"),
         ("Capex ($)", tco.capex_usd, "=capex_usd", t.capex_usd, "usd"),

@@ -143,6 +143,10 @@ def test_whole_nodes_move_a_small_fleet_to_a_one_per_node_system(catalog, used):
     5 GH200s cost 5 x $2.13 = $10.65/h, so with whole nodes the plan moves to GH200."""
     both = {"devices": ["h100-sxm", "gh200"]}
     assert solve(catalog, chat(140, **both)).totals.devices_by_type == {"h100-sxm": 5}
-    moved = solve(catalog, chat(140, whole_nodes=True, **both))
+    moved = solve(catalog, chat(140, whole_nodes=True, **both), replace(EXACT, baseline=True, alternatives=1))
+    # the runner-up mix and the best single-device fleet are counted in whole nodes too: the H100 node at $13.52/h
+    (runner_up,) = moved.alternatives
+    assert runner_up.devices_by_type == {"h100-sxm": 8} and runner_up.cost_usd_per_hour == pytest.approx(13.52)
+    assert moved.baseline.device == "gh200" and moved.baseline.cost_usd_per_hour == pytest.approx(10.65)
     assert moved.totals.devices_by_type == {"gh200": 5} and moved.totals.idle_devices_by_type == {}
     assert moved.totals.cost_usd_per_hour == pytest.approx(10.65) and moved.verification.ok

@@ -93,7 +93,8 @@ def prune_dominated(candidates: list[Candidate], workload: Workload) -> list[Can
     A dominates B when ``q = ⌈cap_B / cap_A⌉`` replicas of A have at least B's usable capacity while using no
     more of every resource the model constrains or prices: power always; the $/h paid (owned devices free) when
     the objective is min_cost or fixed_footprint or a cost budget is set; devices of each type that has an
-    inventory or is owned (beyond the owned count they are paid for). Swapping each B replica for q A
+    inventory or is owned (beyond the owned count they are paid for), of every type with ``whole_nodes`` (a fleet's
+    nodes follow its device counts, not its power, once a replica mixes types). Swapping each B replica for q A
     replicas then keeps every constraint and never worsens the objective, so B is never needed (q = 1 is the
     usual dominance; q > 1 prunes a big group, e.g. many targets sharing one draft server, that small ones
     beat). A must also use only device types B uses, so every single-device-type fleet keeps its own best
@@ -116,7 +117,8 @@ def _undominated(candidates: list[Candidate], workload: Workload) -> list[Candid
     """The candidates no other one of the list dominates (``prune_dominated``'s relation)."""
     cons = workload.constraints
     priced = workload.objective in ("min_cost", "fixed_footprint") or cons.cost_budget_usd_per_hour is not None
-    counted = sorted(set(cons.inventory) | set(cons.owned))  # owned devices: free up to the owned count
+    counted = sorted(set(cons.inventory) | set(cons.owned)  # owned devices: free up to the owned count
+                     | ({t for c in candidates for t in c.devices_by_type} if cons.whole_nodes else set()))
     capacity = np.array([c.effective_rps for c in candidates])
     costs = np.array([[c.power_w] + ([c.paid_usd_per_hour(cons.owned)] if priced else [])
                       + [c.devices_by_type.get(t, 0) for t in counted] for c in candidates], dtype=float)

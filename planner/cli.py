@@ -26,6 +26,7 @@ from planner.estimate import DoesNotFit, InvalidParallelism, estimate
 from planner.perf.model import UnsupportedDtype
 from planner.files import InputFileError, read_document, write_json
 from planner.messages import describe_errors, excerpt, one_line
+from planner.nodes import nodes_text
 from planner.plan import classes_text, gain_lines, partner_text, replay_line, shortfall_warning
 from planner.schema import MAX_ALTERNATIVES, MAX_TIME_LIMIT_S, EstimateRequest, WeightsDtype, Workload
 from planner.units import BYTES_PER_GB, BYTES_PER_S_PER_GB_S, BYTES_PER_S_PER_TB_S, PARAMS_PER_BILLION, WATTS_PER_KW
@@ -348,8 +349,9 @@ def show_plan(plan) -> None:
     console.print(classes)
     t = plan.totals
     by_type = ", ".join(f"{n} {d}" for d, n in t.devices_by_type.items())
-    console.print(f"totals: {t.devices} devices ({by_type}); {t.power_kw:,.1f} kW facility ({t.it_power_kw:,.1f} kW IT); "
-                  f"${t.cost_usd_per_hour:,.2f}/h; capex ${t.capex_usd:,.0f}", highlight=False, markup=False)
+    console.print(f"totals: {t.devices} devices ({by_type}){nodes_text(t, plan.workload.constraints.whole_nodes)}; {t.power_kw:,.1f} kW facility "
+                  f"({t.it_power_kw:,.1f} kW IT); ${t.cost_usd_per_hour:,.2f}/h; capex ${t.capex_usd:,.0f}",
+                  highlight=False, markup=False)
     if plan.baseline is not None and plan.baseline.device is not None:
         gain = f"; gain {plan.gain:.2f}x" if plan.gain else ""
         console.print(f"best homogeneous fleet: {plan.baseline.device} at goodput scale {plan.baseline.goodput_scale:.3f} "

@@ -1,7 +1,8 @@
 """An exact class-by-class solve of the placement MILP, when only the power budget ties the classes together.
 
-Without an inventory, a cost budget, a device-type limit, owned devices or excluded mixes, every row of the
-MILP (milp/build.py) but the power row belongs to one class. Then, for a traffic scale λ,
+Without an inventory, a cost budget, a device-type limit, owned devices, whole nodes (a node's devices may serve
+several classes) or excluded mixes, every row of the MILP (milp/build.py) but the power row belongs to one class
+(a minimum of replicas per pool is a row of each pool's own). Then, for a traffic scale λ,
 
     F(λ) = Σ_k F_k(λ),   F_k(λ) = the least facility power that serves class k at λ · rate_k
 
@@ -31,7 +32,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from planner.candidates import Candidate
-from planner.milp.build import BuildOptions, build_model
+from planner.milp.build import BuildOptions, build_model, completed_point
 from planner.milp.model import IlpModel
 from planner.milp.rounding import relaxed, rounded_solution
 from planner.schema import Workload
@@ -61,7 +62,7 @@ def decomposable(workload: Workload, relative_gap: float) -> bool:
     cons = workload.constraints
     return (len(workload.classes) > 1 and workload.objective in ("max_goodput", "min_power", "min_cost")
             and not cons.inventory and not cons.owned and cons.cost_budget_usd_per_hour is None
-            and cons.max_device_types is None and relative_gap >= MIN_GAP)
+            and cons.max_device_types is None and not cons.whole_nodes and relative_gap >= MIN_GAP)
 
 
 @dataclass(frozen=True)
@@ -245,6 +246,7 @@ def _result(model: IlpModel, workload: Workload, by_class: dict, solved: dict[st
         for strategy, v in mine.items():
             x[index[f"z:{rc.name}/{strategy}"]] = scale * v / total if total > 0 else 0.0
     x[model.blocks["scale"]] = scale
+    x = completed_point(model, x)
     objective = float(model.objective @ x + model.objective_offset)
     if hi is not None:  # the goodput stage: minimise −λ, proven down to −hi
         bound = -hi

@@ -19,6 +19,7 @@ from planner.catalog import Catalog
 from planner.diagnose import budget_diagnosis, slo_diagnosis, slo_shortfalls, unserved_classes
 from planner.milp.build import BuildOptions, build_model
 from planner.milp.rounding import relaxed, rounded_solution
+from planner.nodes import fleet_totals, in_nodes, per_device_of
 from planner.perf.model import RooflineModel
 from planner.progress import Progress, report
 from planner.plan import (
@@ -418,7 +419,8 @@ def _decode(workload: Workload, solved: Solved, graph_json: dict, info, baseline
     pools = pools_of(workload, solved.candidates, counts, split, shared_loads(solved.model, solved.result))
     confidence = confidence_of(workload, pools, costs)
     pools = banded(pools, confidence, costs)
-    totals = totals_of(pools, workload.constraints.pue)
+    totals = fleet_totals(totals_of(pools, workload.constraints.pue), per_device_of(solved.candidates),
+                          workload.constraints.whole_nodes, workload.constraints.pue)
     scale = solved.scale
     return Plan(
         status=solved.status, objective=workload.objective, model=workload.model, goodput_scale=scale,
@@ -491,16 +493,20 @@ NO_FLEET = Baseline(device=None, goodput_scale=0.0, power_kw=0.0, cost_usd_per_h
 
 
 def fleet_figures(workload: Workload, solved: Solved) -> dict:
-    """The fleet of a finished solve: devices by type, facility power (kW), $/h, capex and device count."""
+    """The fleet of a finished solve: devices by type, facility power (kW), $/h, capex and device count (with
+    ``whole_nodes``, of the whole nodes bought)."""
     pairs = [(c, n) for c, n in zip(solved.candidates, replica_counts(solved.model, solved.result)) if n > 0]
     by_type: dict[str, int] = {}
     for c, n in pairs:
         for device, k in c.devices_by_type.items():
             by_type[device] = by_type.get(device, 0) + int(n * k)
-    return {"devices_by_type": dict(sorted(by_type.items())),
-            "power_kw": sum(n * workload.constraints.pue * c.power_w for c, n in pairs) / WATTS_PER_KW,
-            "cost_usd_per_hour": sum(n * c.cost_usd_per_hour for c, n in pairs),
-            "capex_usd": sum(n * c.capex_usd for c, n in pairs), "devices": sum(by_type.values())}
+    cons = workload.constraints
+    nodes = in_nodes(by_type, per_device_of(solved.candidates), cons.whole_nodes)
+    return {"devices_by_type": nodes.devices_by_type,
+            "power_kw": cons.pue * (sum(n * c.power_w for c, n in pairs) + nodes.idle_power_w) / WATTS_PER_KW,
+            "cost_usd_per_hour": sum(n * c.cost_usd_per_hour for c, n in pairs) + nodes.idle_usd_per_hour,
+            "capex_usd": sum(n * c.capex_usd for c, n in pairs) + nodes.idle_capex_usd,
+            "devices": sum(nodes.devices_by_type.values())}
 
 
 def fleet_of(workload: Workload, solved: Solved) -> Baseline:

@@ -27,6 +27,7 @@ MAX_CLASSES = 200
 MAX_DEVICES = 100  # ids in constraints.devices and in constraints.inventory
 MAX_TIME_LIMIT_S = 3600.0  # per MILP solve
 MAX_ALTERNATIVES = 10  # runner-up plans one request may ask for (each a full first-stage solve)
+MAX_MIN_REPLICAS = 1000  # constraints.min_replicas_per_pool
 Positive = Annotated[float, Field(gt=0)]
 NonNegative = Annotated[float, Field(ge=0)]
 Fraction = Annotated[float, Field(gt=0, le=1)]
@@ -331,6 +332,12 @@ class Constraints(Frozen):
     #: type may be bought unless ``inventory`` caps it; ``inventory: {cs-3: {count: 16, owned: true}}`` says
     #: both at once (16 owned, none to add)
     owned: dict[Id, Annotated[int, Field(ge=1, le=MAX_INVENTORY)]] = Field(default_factory=dict, max_length=MAX_DEVICES)
+    #: devices are bought, counted and powered in whole nodes (each type's ``devices_per_node``): a partly used node's
+    #: idle devices still draw their TDP and node-overhead share and are paid for (planner/nodes.py)
+    whole_nodes: bool = False
+    #: every pool the plan uses has at least this many replicas (redundancy: 2 for N+1 on a one-replica pool); a pool
+    #: with a shared partner counts its partner replicas too
+    min_replicas_per_pool: Annotated[int, Field(ge=1, le=MAX_MIN_REPLICAS)] = 1
 
     @model_validator(mode="after")
     def _owned_inventory(self) -> Constraints:
@@ -587,6 +594,10 @@ class Totals(Out):
     it_power_kw: float
     cost_usd_per_hour: float
     capex_usd: float
+    #: nodes each device type occupies (``⌈devices / devices_per_node⌉``); with ``whole_nodes`` the devices are
+    #: those whole nodes, and ``idle_devices_by_type`` the ones no pool uses (charged power, $/h and capex)
+    nodes_by_type: dict[str, int] = Field(default_factory=dict)
+    idle_devices_by_type: dict[str, int] = Field(default_factory=dict)
 
 
 class ClassResult(Out):

@@ -6,7 +6,9 @@ batch fitting in memory and its capacity per replica; each pool's devices are re
 parallelism × replicas (and its partner's); each class's traffic is split completely and every pool
 unit has the capacity for what it serves; power, inventory and cost recomputed from those device counts
 and catalog prices and TDPs are within the budgets (the cost budget counts what is paid: owned devices
-are free) and match the plan's totals.
+are free) and match the plan's totals; with ``whole_nodes`` those counts are whole nodes of each type
+(the plan's nodes and idle devices are recounted too); every pool has ``min_replicas_per_pool`` replicas
+(and partner replicas).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from __future__ import annotations
 from collections import defaultdict
 
 from planner.catalog import Catalog
+from planner.nodes import nodes_for
 from planner.perf.model import RooflineModel
 from planner.plan import device_dtypes
 from planner.queueing import UTILIZATION_CAP
@@ -88,10 +91,19 @@ def verify_plan(plan: Plan, catalog: Catalog, options: CandidateOptions = Candid
                     demand_ok &= check(got >= need * (1 - 1e-5), need - got,
                                        f"class {result.name}/{name}/{role}: serves {got:.3f} of {need:.3f} req/s")
 
-    by_type, count_messages = recount_devices(plan.pools)
+    used, count_messages = recount_devices(plan.pools)
     for message in count_messages:
         check(False, 0.0, message)
     count_ok = not count_messages
+    by_type, node_messages = recount_nodes(plan, catalog, used)
+    for message in node_messages:
+        check(False, 0.0, message)
+    need = workload.constraints.min_replicas_per_pool
+    few = [p for p in plan.pools if p.replicas < need or (p.partner_device is not None and partner_count(p) < need)]
+    for p in few:
+        check(False, float(need - min(p.replicas, partner_count(p))),
+              f"{p.class_name}/{p.strategy}/{p.role} on {p.device}: {p.replicas} replicas"
+              + (f" ({partner_count(p)} partner replicas)" if p.partner_device else "") + f" < min_replicas_per_pool {need}")
     power_kw, cost = _price(plan, catalog, by_type, device_dtypes(plan.pools, workload.dtype))
     cons = workload.constraints
     power_ok = check(power_kw <= cons.power_budget_kw * (1 + REL_TOL), power_kw - cons.power_budget_kw,
@@ -116,7 +128,7 @@ def verify_plan(plan: Plan, catalog: Catalog, options: CandidateOptions = Candid
                       f"recounted devices {dict(sorted(by_type.items()))} differ from the plan's totals {plan.totals.devices_by_type}")
     checks = {"slo": slo_ok, "latency_recomputed": latency_ok, "memory": memory_ok, "devices": count_ok, "split": split_ok,
               "demand": demand_ok, "power": power_ok, "inventory": inventory_ok, "cost": bool(cost_ok),
-              "procurement": procurable}
+              "procurement": procurable, "whole_nodes": not node_messages, "min_replicas": not few}
     return Verification(ok=all(checks.values()), max_violation=float(worst), checks=checks, messages=tuple(messages))
 
 
@@ -149,6 +161,30 @@ def recount_devices(pools: tuple[Pool, ...]) -> tuple[dict[str, int], list[str]]
             messages.append(f"{pool.class_name}/{pool.strategy}/{pool.role} on {pool.device}: reports "
                             f"{pool.devices} devices {pool.devices_by_type}, its shape makes {counted}")
     return dict(by_type), messages
+
+
+def recount_nodes(plan: Plan, catalog: Catalog, used: dict[str, int]) -> tuple[dict[str, int], list[str]]:
+    """The fleet bought for ``used`` devices by type (with ``whole_nodes``: whole nodes of each type's
+    ``devices_per_node``, the rest of the last node idle), and where the plan's nodes, idle devices or whole-node
+    totals differ from that."""
+    whole = plan.workload.constraints.whole_nodes
+    size = {d: catalog.device(d).devices_per_node for d in used}
+    nodes = {d: nodes_for(k, size[d]) for d, k in sorted(used.items())}
+    bought = {d: nodes[d] * size[d] if whole else k for d, k in sorted(used.items())}
+    idle = {d: bought[d] - k for d, k in used.items() if bought[d] > k}
+    t = plan.totals
+    messages = []
+    if (whole or t.nodes_by_type) and dict(sorted(t.nodes_by_type.items())) != nodes:
+        messages.append(f"the plan's nodes {dict(sorted(t.nodes_by_type.items()))} differ from the {nodes} its pools' "
+                        f"devices occupy")
+    if dict(sorted(t.idle_devices_by_type.items())) != dict(sorted(idle.items())):
+        messages.append(f"the plan's idle devices {t.idle_devices_by_type} differ from the {idle} its nodes leave idle")
+    if whole:
+        partial = {d: k for d, k in t.devices_by_type.items() if d in size and k % size[d]}
+        if partial:
+            messages.append(f"whole_nodes: the plan buys {partial} devices, not whole nodes of "
+                            f"{ {d: size[d] for d in partial} }")
+    return bought, messages
 
 
 def _price(plan: Plan, catalog: Catalog, by_type: dict[str, int], dtypes: dict[str, str]) -> tuple[float, float]:

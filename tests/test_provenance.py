@@ -119,7 +119,7 @@ def test_plan_json_is_stamped_with_its_solve_options(tmp_path):
     assert out["catalog_fingerprint"] == load_catalog().fingerprint
     assert before <= utc(out["created_at"]) <= dt.datetime.now(dt.UTC)
     assert out["options"] == {"solver": "ortools", "engine": "highs", "time_limit_s": 4.0, "relative_gap": 0.001,
-                              "baseline": False}
+                              "baseline": False, "node_limit": None}
     assert json.loads((tmp_path / "plan.json").read_text()) == out
 
 
@@ -212,6 +212,6 @@ def test_study_summary_and_folder_are_stamped(tmp_path):
     assert summary["catalog_fingerprint"] == load_catalog().fingerprint
     assert before <= utc(summary["created_at"]) <= dt.datetime.now(dt.UTC)
     assert summary["options"] == {"solver": "ortools", "engine": "highs", "time_limit_s": 5.0, "relative_gap": 1e-4,
-                                  "baseline": False, "simulate": False}
+                                  "node_limit": None, "baseline": False, "simulate": False}
     stored = json.loads((tmp_path / "out" / "provenance.json").read_text())
     assert stored == {k: summary[k] for k in ("siliconmix_version", "catalog_fingerprint", "created_at", "options")}

@@ -46,7 +46,9 @@ from planner.export.plan_sheets import (
 )
 from planner.export.sensitivity_sheet import SENSITIVITY_SHEET, write_sensitivity_sheet
 from planner.export.styles import Styles
+from planner.nodes import nodes_text
 from planner.schema import Plan
+from planner.units import WATTS_PER_KW
 
 SUMMARY_SHEET = "Summary"
 TCO_SHEET = "TCO"
@@ -279,9 +281,13 @@ def _write_summary_sheet(workbook, ws, style, plan: Plan, book: PlanBook, totals
 
 
 def _write_power_notes(ws, style, plan: Plan, book: PlanBook, row: int) -> int:
-    """Say when whole nodes draw more than the planner charged, and when that breaks the power budget."""
+    """Say how the plan rounded to whole nodes (``whole_nodes``), or when whole nodes draw more than the planner
+    charged, and when that breaks the power budget."""
     extra_kw = book.tco.it_power_kw - book.planned_it_power_kw
-    if extra_kw > 1e-9:
+    if plan.workload.constraints.whole_nodes:
+        ws.write_string(row, 0, whole_nodes_note(plan, book), style("note"))
+        row += 1
+    elif extra_kw > 1e-9:
         ws.write_string(row, 0, f"Partly filled nodes draw their whole overhead: {extra_kw:,.1f} kW more IT power than "
                                 "the plan charged (it shared node overhead per device).", style("note"))
         row += 1
@@ -291,6 +297,21 @@ def _write_power_notes(ws, style, plan: Plan, book: PlanBook, row: int) -> int:
                                 f"the power budget ({budget:,.1f} kW).", style("warning"))
         row += 1
     return row
+
+
+def whole_nodes_note(plan: Plan, book: PlanBook) -> str:
+    """The rounding a ``whole_nodes`` plan did: its nodes, the devices they leave idle, and what the plan charged for
+    those (each idle device its TDP and node-overhead share, its $/h and price, at the workbook's catalog figures)."""
+    idle = plan.totals.idle_devices_by_type
+    lines = {line.device: line for line in book.lines}
+    idle_kw = plan.workload.constraints.pue * sum(k * lines[d].power_per_device_w for d, k in idle.items() if d in lines) / WATTS_PER_KW
+    usd_per_hour = sum(k * lines[d].price_usd_per_hour for d, k in idle.items() if d in lines)
+    capex = sum(k * lines[d].price_usd for d, k in idle.items() if d in lines)
+    head = f"Whole nodes (whole_nodes: true): the plan buys {plan.totals.devices} devices{nodes_text(plan.totals, True)}"
+    if not idle:
+        return head + "."
+    return (head + f"; it charged the idle devices like used ones: {idle_kw:,.1f} kW facility, ${usd_per_hour:,.2f}/h "
+                   f"and ${capex:,.0f} capex of its totals.")
 
 
 def _write_facts(ws, style, plan: Plan, source: str, row: int) -> int:
@@ -385,7 +406,8 @@ def _write_totals(ws, style, plan: Plan, book: PlanBook, totals: BomTotals, row:
     t, tco = plan.totals, book.tco
     lines = [
         ("Devices", totals.values["devices"], f"={bom}{totals.refs['devices']}", t.devices, "int"),
-        ("Nodes", totals.values["nodes"], f"={bom}{totals.refs['nodes']}", None, "int"),
+        ("Nodes", totals.values["nodes"], f"={bom}{totals.refs['nodes']}",
+         sum(t.nodes_by_type.values()) if t.nodes_by_type else None, "int"),
         ("Racks (by space, where the catalog knows rack units)", totals.values["racks"],
          f"={bom}{totals.refs['racks']}", None, "int"),
         ("Capex ($)", tco.capex_usd, "=capex_usd", t.capex_usd, "usd"),

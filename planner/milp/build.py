@@ -22,6 +22,12 @@ in units of rate_k; λ ≥ 0 the uniform goodput scale.
     (7) types        n_c ≤ U_c · y_d  ∀ c, d ∈ c;  Σ_d y_d ≤ max_device_types   (y_d ∈ {0,1}, when set)
     (8) other mix    Σ_{d∈S} (1 − y_d) + Σ_{d∉S} y_d ≥ 1  for each excluded device-type set S (alternatives),
                      with y_d ≤ Σ_{c ∋ d} n_c so that y_d = 1 means type d is used
+    (10) whole nodes Σ_c N_{c,d} · n_c + w_d = s_d · m_d,  m_d ∈ ℤ≥0,  0 ≤ w_d ≤ s_d − 1   ∀ d with s_d > 1
+                     (when whole_nodes; s_d devices per node, w_d the idle devices of type d's nodes). The idle
+                     devices are charged like used ones: + PUE · P_d · w_d in (3) and the power objective
+                     (P_d = TDP + node overhead / s_d, so a node draws s_d · TDP + overhead), + w_d in (4) and (9),
+                     + $_d · w_d in (5) and the money paid for a type not owned
+    (11) min replicas n_c ≥ N · u_c,  n_c ≤ U_c · u_c,  u_c ∈ {0,1}   ∀ c  (when N = min_replicas_per_pool > 1)
 
 U_c bounds n_c: the replicas of c the power budget (and the inventory of its device types) could hold.
 
@@ -46,6 +52,7 @@ import numpy as np
 
 from planner.candidates import Candidate
 from planner.milp.model import IlpModel, ModelBuilder
+from planner.nodes import per_device_of
 from planner.schema import GOODPUT_OBJECTIVES, Workload
 from planner.units import WATTS_PER_KW, s_to_ms
 
@@ -84,6 +91,8 @@ def build_model(workload: Workload, units: dict[tuple[str, str], list[str]], can
     add_cost(b, workload, paid, n, bought, options)
     add_scale(b, scale, options)
     add_device_types(b, workload, candidates, n, options.exclude_mixes)
+    add_whole_nodes(b, workload, candidates, n, options)
+    add_min_replicas(b, workload, candidates, n, options)
     return b.build()
 
 
@@ -93,10 +102,15 @@ def pays(options: BuildOptions) -> bool:
                                     or (options.objective == "fixed_footprint" and options.min_scale is not None))
 
 
+def minimises_power(options: BuildOptions) -> bool:
+    """Whether the objective is facility power: min_power, and max_goodput's second stage."""
+    return not options.elastic and not pays(options) and (options.objective == "min_power" or options.min_scale is not None)
+
+
 def _replica_costs(candidates: list[Candidate], paid: list[float], pue: float, options: BuildOptions) -> list[float]:
     if pays(options):
         return list(paid)
-    if not options.elastic and (options.objective == "min_power" or options.min_scale is not None):
+    if minimises_power(options):
         return [pue * c.power_w / WATTS_PER_KW for c in candidates]
     return [0.0] * len(candidates)
 
@@ -255,3 +269,72 @@ def add_scale(b: ModelBuilder, scale: int, options: BuildOptions) -> None:
         b.set_bounds(scale, 1.0, 1.0)
     elif options.min_scale is not None:
         b.set_bounds(scale, options.min_scale, np.inf)
+
+
+def add_whole_nodes(b: ModelBuilder, workload: Workload, candidates: list[Candidate], n: list[int],
+                    options: BuildOptions) -> None:
+    """(10) every device type bought in whole nodes (``whole_nodes``): m_d nodes hold the devices the replicas use
+    and w_d idle ones, which draw power, count against inventory and the owned fleet, and are paid for."""
+    cons = workload.constraints
+    if not cons.whole_nodes:
+        return
+    per_device = per_device_of(candidates)
+    types = sorted(d for d, unit in per_device.items() if unit.node_size > 1)
+    if not types:
+        return
+    kw = {d: cons.pue * per_device[d].power_w / WATTS_PER_KW for d in types}
+    paid = {d: 0.0 if d in cons.owned else per_device[d].price_usd_per_hour for d in types}
+    weight = paid if pays(options) else kw if minimises_power(options) else dict.fromkeys(types, 0.0)
+    nodes = b.add_block("nodes", types, integer=True)
+    idle = b.add_block("idle", types, objective=[weight[d] for d in types])
+    for d, m, w in zip(types, nodes, idle):
+        size = per_device[d].node_size
+        b.set_bounds(w, 0.0, float(size - 1))  # a whole idle node is never needed
+        users = [(j, float(c.devices_by_type[d])) for c, j in zip(candidates, n) if d in c.devices_by_type]
+        b.add_row(f"nodes:{d}", [j for j, _ in users] + [w, m], [v for _, v in users] + [1.0, -float(size)], lo=0.0, hi=0.0)
+        b.extend_row("power", [w], [kw[d]])
+        for row in (f"inventory:{d}", f"owned:{d}"):
+            if b.has_row(row):
+                b.extend_row(row, [w], [1.0])
+        if b.has_row("cost") and paid[d]:
+            b.extend_row("cost", [w], [paid[d]])
+
+
+def add_min_replicas(b: ModelBuilder, workload: Workload, candidates: list[Candidate], n: list[int],
+                     options: BuildOptions) -> None:
+    """(11) a candidate in use has at least N = ``min_replicas_per_pool`` replicas: u_c opens it (n_c ≥ N·u_c) and
+    bounds it (n_c ≤ U_c·u_c; an elastic model, which may exceed the power budget, bounds n_c by the demand instead)."""
+    need = workload.constraints.min_replicas_per_pool
+    if need <= 1:
+        return
+    used = b.add_block("pool_used", [c.key for c in candidates], ub=1.0, integer=True)
+    total_rps = sum(rc.rate_rps for rc in workload.classes)
+    for c, j, u in zip(candidates, n, used):
+        most = max(need, np.ceil(total_rps / c.effective_rps)) if options.elastic else replica_bound(workload, c)
+        b.add_row(f"min_replicas:{c.key}", [j, u], [1.0, -float(need)], lo=0.0)
+        b.add_row(f"max_replicas:{c.key}", [j, u], [1.0, -float(most)], hi=0.0)
+
+
+def completed_point(model: IlpModel, x: np.ndarray) -> np.ndarray:
+    """``x`` with the columns its replicas decide: each candidate in use raised to the minimum replicas with its u_c
+    set (11), then each type's nodes and idle devices (10) for the replicas (``m_d = ⌈used / s_d⌉``)."""
+    x = np.array(x, dtype=float)
+    n = model.blocks["n"]
+    if "pool_used" in model.blocks:
+        row = model.row_names.index(f"min_replicas:{model.var_names[n.start].split(':', 1)[1]}")
+        cols, vals = model.rows_of(row)
+        need = -float(vals[cols != n.start][0])
+        replicas = np.round(x[n])
+        in_use = replicas > 0
+        x[n] = np.where(in_use, np.maximum(replicas, need), 0.0)
+        x[model.blocks["pool_used"]] = in_use
+    if "nodes" in model.blocks:
+        nodes, idle = model.blocks["nodes"], model.blocks["idle"]
+        x[nodes], x[idle] = 0.0, 0.0
+        activity = model.activity(x)
+        for m, w in zip(range(nodes.start, nodes.stop), range(idle.start, idle.stop)):
+            size = model.var_ub[w] + 1.0
+            devices = activity[model.row_names.index(f"nodes:{model.var_names[m].split(':', 1)[1]}")]
+            x[m] = np.ceil(devices / size - 1e-9)
+            x[w] = x[m] * size - devices
+    return x

@@ -83,6 +83,7 @@ class ModelBuilder:
         self._c: list[int] = []
         self._v: list[float] = []
         self._blocks: dict[str, slice] = {}
+        self._row_index: dict[str, int] = {}
 
     def add_block(self, family: str, keys: list[str], lb: float = 0.0, ub: float = np.inf,
                   integer: bool = False, objective: list[float] | None = None) -> list[int]:
@@ -104,12 +105,24 @@ class ModelBuilder:
         """Add the row ``lo ≤ Σ vals·x[cols] ≤ hi`` named ``name``."""
         index = len(self._rows)
         self._rows.append(name)
+        self._row_index.setdefault(name, index)
         self._lo.append(lo)
         self._hi.append(hi)
         self._r.extend([index] * len(cols))
         self._c.extend(cols)
         self._v.extend(vals)
         return index
+
+    def has_row(self, name: str) -> bool:
+        return name in self._row_index
+
+    def extend_row(self, name: str, cols: list[int], vals: list[float]) -> None:
+        """Add the terms ``Σ vals·x[cols]`` to the row ``name`` built before (a family that charges into another's
+        row, e.g. idle devices into the power row)."""
+        index = self._row_index[name]
+        self._r.extend([index] * len(cols))
+        self._c.extend(cols)
+        self._v.extend(vals)
 
     def build(self) -> IlpModel:
         return IlpModel(

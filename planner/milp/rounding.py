@@ -14,6 +14,7 @@ from dataclasses import replace
 
 import numpy as np
 
+from planner.milp.build import completed_point
 from planner.milp.model import IlpModel
 
 BISECTION_STEPS = 40
@@ -47,12 +48,13 @@ def _demand_rows(model: IlpModel, x_lp: np.ndarray) -> list[tuple[int, int, floa
 
 
 def greedy_point(model: IlpModel, x_lp: np.ndarray, t: float, rows) -> np.ndarray:
-    """The LP point's continuous part scaled by ``t``, replicas covering each demand row with one candidate."""
+    """The LP point's continuous part scaled by ``t``, replicas covering each demand row with one candidate (and the
+    columns they decide: minimum replicas, whole nodes)."""
     x = t * np.asarray(x_lp, dtype=float)
     x[model.blocks["n"]] = 0.0
     for z_col, n_col, capacity, rate in rows:
         x[n_col] += np.ceil(rate * x[z_col] / capacity - 1e-9)
-    return np.clip(x, model.var_lb, model.var_ub)
+    return np.clip(completed_point(model, x), model.var_lb, model.var_ub)
 
 
 def rounded_solution(model: IlpModel, x_lp: np.ndarray, tolerance: float = 1e-6) -> np.ndarray | None:

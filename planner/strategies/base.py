@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 import networkx as nx
 import numpy as np
 
+from planner.nodes import PerDevice
 from planner.perf.model import CostModel, ModelProfile, Silicon, paged_kv_tokens, transfer_s
 from planner.queueing import max_utilization_at, wait_s
 from planner.schema import Pool, RequestClass, Workload, route_of
@@ -83,6 +84,7 @@ class Candidate:
     partner_share: int = 1  # target replicas per partner replica (M:N)
     price_by_type: dict[str, float] = field(default_factory=dict, compare=False)  # $/h of one device of each type
     extra: dict = field(default_factory=dict, compare=False)
+    per_device: dict[str, PerDevice] = field(default_factory=dict, compare=False)  # power, prices, node size by type
     #: its weights dtype when the workload lets pools choose (``Workload.dtypes``), else None
     dtype: str | None = None
     #: expert-parallel groups: ``ep`` attention replicas of ``tp / ep`` devices (data-parallel attention), the routed
@@ -195,13 +197,16 @@ def edge_bytes(graph: nx.DiGraph, class_name: str, strategy: str, source: str, t
 
 # ---------------------------------------------------------------------------------------- pricing
 def money(parts: list[tuple[Silicon, int]]) -> dict:
-    """Devices, IT power, $/h and capex of one replica made of ``parts`` (silicon, count), and $/h per device."""
+    """Devices, IT power, $/h and capex of one replica made of ``parts`` (silicon, count), and per device type its
+    $/h and its ``PerDevice`` figures."""
     return {
         "devices_by_type": {s.id: n for s, n in parts},
         "price_by_type": {s.id: s.device.price_usd_per_hour for s, _ in parts},
         "power_w": sum(s.replica_power_w(n) for s, n in parts),
         "cost_usd_per_hour": sum(n * s.device.price_usd_per_hour for s, n in parts),
         "capex_usd": sum(n * s.device.price_usd for s, n in parts),
+        "per_device": {s.id: PerDevice(s.power_w, s.device.price_usd_per_hour, s.device.price_usd, s.device.devices_per_node)
+                       for s, _ in parts},
     }
 
 

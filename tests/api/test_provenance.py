@@ -22,7 +22,7 @@ def test_estimate_and_plan_are_stamped(client, catalog):
         assert dt.datetime.fromisoformat(out["created_at"]).utcoffset() == dt.timedelta(0)
     assert estimate["options"]["tp"] == 8 and estimate["options"]["ep"] == 1
     assert plan["options"] == {"solver": "pulp", "engine": None, "time_limit_s": 6.0, "relative_gap": 1e-4,
-                               "baseline": False}
+                               "baseline": False, "node_limit": None}
 
 
 def test_tp_the_heads_do_not_split_over_is_422(client):
@@ -44,4 +44,4 @@ def test_a_study_says_what_solved_its_rows(make_settings, tmp_path, catalog):
     assert record["status"] == "succeeded", record
     assert record["siliconmix_version"] == __version__ and record["catalog_fingerprint"] == catalog.fingerprint
     assert record["options"] == {"solver": "ortools", "engine": None, "time_limit_s": 5.0, "relative_gap": 1e-4,
-                                 "baseline": False, "simulate": False}
+                                 "node_limit": None, "baseline": False, "simulate": False}

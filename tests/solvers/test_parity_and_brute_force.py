@@ -219,4 +219,5 @@ def test_random_shared_pool_instances_match_enumeration(instance):
     for backend, engine in ENGINES:
         result = get_backend(backend).solve(capped, dataclasses.replace(EXACT, engine=engine))
         assert result.termination is Termination.OPTIMAL, result
-        assert float(result.x[model.blocks["scale"]][0]) == pytest.approx(expected, rel=REL_TOL, abs=1e-7), (backend, engine)
+        # abs: where nothing is servable an engine may return λ ~ 3e-6 within its 1e-6 row feasibility tolerance
+        assert float(result.x[model.blocks["scale"]][0]) == pytest.approx(expected, rel=REL_TOL, abs=1e-5), (backend, engine)

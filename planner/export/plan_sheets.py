@@ -106,12 +106,12 @@ def write_bom_sheet(ws, style, lines: list[BomLine], pue: float, title: str) -> 
 
 
 POOL_COLUMNS = [
-    Column("class", "Class", 16),
-    Column("strategy", "Strategy (@ weights dtype when pools choose)", 14),
+    Column("class", "Class (shared: its share of the pool's req/s)", 40),
+    Column("strategy", "Strategy (@ dtype)", 14),
     Column("role", "Role", 11),
     Column("device", "Device", 14),
     Column("tp", "TP (devices per replica)", 12, "int"),
-    Column("ep", "Expert groups (data-parallel attention)", 12, "int"),
+    Column("ep", "EP groups", 8, "int"),
     Column("partner", "Partner (role device x TP)", 22),
     Column("batch", "Batch", 8, "int"),
     Column("replicas", "Replicas", 9, "int"),

@@ -73,9 +73,12 @@ def evaluate_grid(model: ModelProfile, hardware: HardwareArrays, spec: GridSpec)
     if spec.steady_state:
         # a closed loop at concurrency b: each step carries b·isl/osl prefill tokens on average, of
         # which (b−1)·isl/osl belong to the other requests a decoding request shares its steps with
+        # (each prompt token attends over its own prompt's prefix: isl/2 on average)
         per_request = isl / spec.output_tokens
-        decode = decode_step(model, hw, n, b, context, prefill_tokens=(b - 1.0) * per_request, ep=spec.ep)
-        serving = decode_step(model, hw, n, b, context, prefill_tokens=b * per_request, ep=spec.ep)
+        decode = decode_step(model, hw, n, b, context, prefill_tokens=(b - 1.0) * per_request, ep=spec.ep,
+                             prefill_context_tokens=isl / 2.0)
+        serving = decode_step(model, hw, n, b, context, prefill_tokens=b * per_request, ep=spec.ep,
+                              prefill_context_tokens=isl / 2.0)
     else:
         decode = serving = decode_step(model, hw, n, b, context, ep=spec.ep)
     prefill = prefill_pass(model, hw, n, isl, prompts=b if spec.static_batch_prefill else 1.0, ep=spec.ep)

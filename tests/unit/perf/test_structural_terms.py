@@ -75,6 +75,18 @@ def test_moe_shuffle_bytes_hand_case(moe_model):
     assert moe_shuffle_bytes(model, 10) == pytest.approx(1280.0)
 
 
+def test_moe_activation_copies_stream_at_the_familys_peak_mbu(moe_model, toy_device):
+    """fp4 weights read at half the MBU (0.25); the experts' activation copies at the plain 0.5."""
+    model = ModelProfile.of(moe_model, "fp4")
+    silicon = Silicon.of(toy_device, "fp4")
+    assert (silicon.mbu, silicon.activation_mbu) == (0.25, 0.5)
+    cost = decode_step(model, HardwareArrays.of([silicon]), 1, 8, 10)
+    # dense: 168 params · 0.5 B = 84 B; experts: 2 layers · 3.984375 touched · 24 params · 0.5 B = 95.625 B, both
+    # at 0.25 TB/s; shuffle: 8 tokens · 2 layers · (3·2 + 2) · 4 · 2 B = 1024 B at 0.5 TB/s; fp8 KV (8 B per
+    # token): 8 sequences · 10 tokens read + 8 written = 704 B at 0.35 TB/s
+    assert cost.memory_s == pytest.approx((84 + 95.625) / 0.25e12 + 1024 / 0.5e12 + 704 / 0.35e12)
+
+
 def test_weights_per_device_under_expert_parallelism(moe_model):
     model = ModelProfile.of(moe_model, "bf16", "bf16")
     assert model.routed_bytes == pytest.approx(384.0)

@@ -6,7 +6,8 @@ requests in steady state; catalogs/calibration/README.md):
 - ``single_user``: batch 1 (TPOT is the pure decode step; TTFT one prompt; end-to-end
   ``TTFT + (osl − 1)·TPOT``);
 - ``fixed_concurrency``: batch ``b = concurrency · tp / devices`` per replica, system tokens/s
-  ``replicas · b / serving step``;
+  ``replicas · b / serving step``; a static batch (the notes say so) is prefilled together and
+  decoded with no prompt folded in and no per-request scheduler: ``replicas · b · osl / (TTFT + (osl − 1)·TPOT)``;
 - ``max_throughput``: the batch (≤ 4096) that maximises tokens/s under paged KV memory.
 ``server`` records and those missing a prompt length or marked check-only are compared, never fitted.
 
@@ -94,6 +95,12 @@ class Measurement(Frozen):
                 and not any(m in self.notes for m in CHECK_ONLY_MARKERS))
 
     @property
+    def static_batch(self) -> bool:
+        """A static batch of ``concurrency`` requests: prefilled together, then decoded to ``osl`` with no
+        new prompt folded in (the notes say "static batch")."""
+        return self.regime == "fixed_concurrency" and "static batch" in self.notes.lower()
+
+    @property
     def group(self) -> str:
         return METRIC_GROUP[self.metric]
 
@@ -150,7 +157,8 @@ def predict(m: Measurement, costs: RooflineModel, variants: list[Device] | None 
     else:
         batches = BATCHES
     spec = GridSpec(tp=(n,), batch=batches, input_tokens=(isl,), output_tokens=max(int(round(osl)), 1),
-                    steady_state=m.regime != "single_user", ep=expert_groups(m, model))
+                    steady_state=m.regime != "single_user" and not m.static_batch,
+                    static_batch_prefill=m.static_batch, ep=expert_groups(m, model))
     grid = costs.grid(model, silicon, spec)
     tpot_s = grid.tpot_s.reshape(len(devices), -1)
     ttft_s = np.broadcast_to(grid.ttft_s, grid.tpot_s.shape).reshape(len(devices), -1)
@@ -164,6 +172,8 @@ def predict(m: Measurement, costs: RooflineModel, variants: list[Device] | None 
     else:
         tpot_s, ttft_s, rate = tpot_s[:, 0], ttft_s[:, 0], rate[:, 0]
     if m.metric == "output_tokens_per_s":
+        if m.static_batch:  # the batch's tokens over its wall time: the joint prefill, then osl − 1 more steps
+            return replicas * batches[0] * osl / (ttft_s + (osl - 1.0) * tpot_s)
         return replicas * rate
     if m.metric == "tpot_ms":
         return s_to_ms(tpot_s)

@@ -225,11 +225,12 @@ def decode_step(model: ModelProfile, hw: HardwareArrays, devices, batch, context
 
 
 def prefill_pass(model: ModelProfile, hw: HardwareArrays, devices, new_tokens, cached_tokens=0.0, prompts=1.0,
-                 ep: int = 1) -> PassCost:
+                 ep: int = 1, requests=None) -> PassCost:
     """Prefill of ``m`` prompts of ``s`` new tokens after ``p`` cached ones, together, on ``n`` devices.
 
     GEMMs run over ``m·s`` rows (the LM head over the ``m`` last ones); each prompt's attention covers
     its own prefix; the KV of the cached prefix is read and that of the ``m·s`` new tokens written.
+    ``requests``: how many requests' host work the pass carries (default ``m``; none in a static batch).
     """
     n = np.asarray(devices, dtype=float)
     s = np.asarray(new_tokens, dtype=float)
@@ -238,7 +239,7 @@ def prefill_pass(model: ModelProfile, hw: HardwareArrays, devices, new_tokens, c
     share = kv_share(model, hw, n / ep) / ep
     attention = m * prefill_attention_flops(model, s, p)
     return _pass(model, hw, n, m * s, attention, m * model.kv_bytes(p) * share, m * model.kv_bytes(s) * share, ep,
-                 logit_rows=m, sequences=m)
+                 logit_rows=m, sequences=m if requests is None else requests)
 
 
 def chunked_prefill_tokens_per_step(batch, input_tokens, output_tokens, prefix_cache_hit=0.0):

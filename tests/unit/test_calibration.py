@@ -73,6 +73,21 @@ def test_fixed_concurrency_prediction_is_estimate_at_the_replica_batch(catalog):
     assert predict(m, RooflineModel(catalog))[0] == pytest.approx(2 * est.output_tokens_per_s, rel=1e-9)
 
 
+def test_a_static_batch_is_prefilled_together_then_decoded_without_new_prompts(catalog):
+    """Static batch of 8 on each of 2 replicas: tokens/s = 2 · 8 · osl / (prefill of the 8 prompts + 499 plain steps)."""
+    costs = RooflineModel(catalog)
+    m = _m(regime="fixed_concurrency", concurrency=16, devices=2, metric="output_tokens_per_s",
+           notes="Static batch: all 8 requests are prefilled together and decoded to 500 tokens")
+    assert m.static_batch and not _m(regime="fixed_concurrency", concurrency=16, devices=2).static_batch
+    model, s = costs.profile("llama-3.1-8b", "fp8", "fp8"), costs.silicon("h100-sxm", "fp8")
+    prefill = costs.prefill(model, s, 1, 1000, prompts=8.0).total_s.item()
+    step = costs.decode(model, s, 1, 8, 1250).total_s.item()
+    host = 8 * s.sequence_overhead_s  # a static batch runs no per-request scheduler
+    assert predict(m, costs)[0] == pytest.approx(2 * 8 * 500 / (prefill - host + 499 * (step - host)), rel=1e-9)
+    steady = predict(m.model_copy(update={"notes": ""}), costs)[0]
+    assert steady != pytest.approx(predict(m, costs)[0], rel=1e-3)
+
+
 def test_end_to_end_latency_is_ttft_plus_the_remaining_tokens(catalog):
     costs = RooflineModel(catalog)
     ttft = predict(_m(metric="ttft_ms"), costs)[0]

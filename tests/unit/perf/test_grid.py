@@ -119,6 +119,19 @@ def test_expert_parallel_grid_prices_every_pass_with_ep(moe_model, toy_device):
     assert grid.kv_bytes_per_request_per_device.reshape(-1) == pytest.approx([512.0 / 4])
 
 
+def test_a_static_batch_carries_no_per_request_host_work(toy_model, toy_device):
+    model = ModelProfile.of(toy_model, "bf16", "bf16")
+    hw = _hw(toy_device.model_copy(update={"sequence_overhead_us": 2.0}))
+    static = evaluate_grid(model, hw, GridSpec(tp=(1,), batch=(8,), input_tokens=(64,), output_tokens=32,
+                                               static_batch_prefill=True))
+    assert static.decode.overhead_s.reshape(-1)[0] == 0.0 and static.prefill.overhead_s.reshape(-1)[0] == 0.0
+    # served in steady state (estimate's regime), a step and the batch's prefill pay 8 sequences · 2 µs
+    steady = evaluate_grid(model, hw, GridSpec(tp=(1,), batch=(8,), input_tokens=(64,), output_tokens=32,
+                                               static_batch_prefill=True, steady_state=True))
+    assert steady.decode.overhead_s.reshape(-1)[0] == pytest.approx(16e-6)
+    assert steady.prefill.overhead_s.reshape(-1)[0] == pytest.approx(16e-6)
+
+
 def test_static_batch_prefill_prices_the_batchs_prompts_together(toy):
     model, hw = toy
     grid = evaluate_grid(model, hw, GridSpec(tp=(1,), batch=(1, 8), input_tokens=(64,), output_tokens=32,

@@ -42,13 +42,14 @@ LOG_OFFSET = {"mfu": 0.0, "mbu": 0.0, "layer_latency_us": 1.0, "moe_layer_latenc
               "step_overhead_us": 10.0, "collective_latency_us": 1.0, "collective_efficiency": 0.0,
               "grouped_gemm_efficiency": 0.0, "attention_read_efficiency": 0.0,
               "fp8_compute_scale": 0.0, "fp4_compute_scale": 0.0, "collective_step_latency_us": 0.1,
-              "sequence_overhead_us": 1.0}
+              "sequence_overhead_us": 1.0, "gemm_half_width": 1.0}
 BOUNDS = {"mfu": (0.05, 1.0), "mbu": (0.05, 1.0), "layer_latency_us": (0.0, 500.0),
           "moe_layer_latency_us": (0.0, 2000.0), "step_overhead_us": (0.0, 50_000.0), "collective_latency_us": (0.0, 500.0),
           "collective_efficiency": (0.05, 1.0), "grouped_gemm_efficiency": (0.05, 1.0),
           "attention_read_efficiency": (0.05, 1.0),
           "fp8_compute_scale": (0.05, 1.0), "fp4_compute_scale": (0.05, 1.0),
-          "collective_step_latency_us": (0.0, 100.0), "sequence_overhead_us": (0.0, 1000.0)}
+          "collective_step_latency_us": (0.0, 100.0), "sequence_overhead_us": (0.0, 1000.0),
+          "gemm_half_width": (0.0, 100_000.0)}
 METRIC_GROUP = {"tpot_ms": "tpot", "output_tokens_per_s_per_user": "tpot", "e2e_latency_ms": "tpot",
                 "ttft_ms": "ttft", "output_tokens_per_s": "throughput"}
 #: bands come from a family's own LOO residuals when it has this many in a metric group, else from all.

@@ -5,7 +5,8 @@ A pass is three kernel groups, each on its own roofline, plus communication and 
 ``T = max(C_dense, M_dense) + max(C_experts, M_experts) + max(C_attention, M_attention) + comm + fixed``
 
 - dense GEMMs (attention projections, dense FFNs, shared experts) over ``T`` tokens read the
-  always-active weights, the LM head runs only on the rows that sample a token (``dense_gemm_flops``);
+  always-active weights, the LM head runs only on the rows that sample a token (``dense_gemm_flops``),
+  and a device's slice ``d/p`` of them runs at ``width_efficiency``;
   routed experts read only the experts the tokens touch, each GEMM over ``T·k/E_touched`` rows, and
   their activation copies stream at the family's peak MBU; attention reads the KV cache of the batch
   (efficiencies: efficiency.py);
@@ -29,7 +30,7 @@ import numpy as np
 
 from planner.perf import comm
 from planner.perf.comm import ACTIVATION_BYTES
-from planner.perf.efficiency import gemm_efficiency, kernel_times
+from planner.perf.efficiency import gemm_efficiency, kernel_times, width_efficiency
 from planner.perf.moe import touched_experts
 from planner.perf.profile import ModelProfile
 from planner.perf.silicon import HardwareArrays
@@ -160,8 +161,9 @@ def _pass(model: ModelProfile, hw: HardwareArrays, devices, tokens, attention_fl
     logits = t_all if logit_rows is None else np.asarray(logit_rows, dtype=float)
     dense_flops = dense_gemm_flops(model, t_dense, logits / g / ep) / p
     dense_bytes = model.always_active_bytes / p
-    c_dense, m_dense = kernel_times(dense_flops, hw.flops_s, gemm_efficiency(t_dense, hw.mfu, hw.gemm_half_tokens),
-                                    dense_bytes, hw.weights_bw_bytes_s, hw.mbu)
+    dense_mfu = gemm_efficiency(t_dense, hw.mfu, hw.gemm_half_tokens) * width_efficiency(
+        model.hidden_size / p, hw.gemm_half_width)
+    c_dense, m_dense = kernel_times(dense_flops, hw.flops_s, dense_mfu, dense_bytes, hw.weights_bw_bytes_s, hw.mbu)
     if model.moe_layers:
         touched = touched_experts(model.experts, model.experts_active, t)
         rows = t * model.experts_active / touched  # tokens per touched expert

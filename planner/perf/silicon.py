@@ -86,6 +86,7 @@ class Silicon:
     expert_mfu: float  # large grouped-GEMM MFU of the routed experts (mfu · grouped-GEMM efficiency)
     kv_mbu: float  # decode attention's KV-read MBU (family peak · attention read efficiency)
     gemm_half_tokens: float
+    gemm_half_width: float  # per-device width d/p at which dense GEMMs run at half their efficiency
     layer_latency_s: float
     moe_layer_latency_s: float
     step_overhead_s: float
@@ -123,6 +124,7 @@ class Silicon:
             kv_mbu=device.mbu * device.attention_read_efficiency,
             # weight-stationary SRAM machines stream each token's vector through resident weights: no tile to pad
             gemm_half_tokens=0.0 if device.is_sram_machine else GEMM_HALF_TOKENS[fmt],
+            gemm_half_width=0.0 if device.is_sram_machine else device.gemm_half_width,
             layer_latency_s=us_to_s(device.layer_latency_us),
             moe_layer_latency_s=us_to_s(device.moe_layer_latency_us),
             step_overhead_s=us_to_s(device.step_overhead_us),

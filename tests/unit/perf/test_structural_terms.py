@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from planner.perf import comm
-from planner.perf.efficiency import gemm_efficiency, kernel_times
+from planner.perf.efficiency import gemm_efficiency, kernel_times, width_efficiency
 from planner.perf.model import RooflineModel
 from planner.perf.profile import ModelProfile, default_kv_dtype
 from planner.perf.roofline import decode_step, expert_imbalance, kv_bandwidth, moe_shuffle_bytes, prefill_pass
@@ -22,6 +22,30 @@ def test_gemm_efficiency_is_tile_quantisation():
     assert gemm_efficiency(1, 0.8, 64) == pytest.approx(0.8 / 65)
     assert gemm_efficiency(4096, 0.8, 64) == pytest.approx(0.8 * 4096 / 4160)
     assert gemm_efficiency(0, 0.8, 64) == 0.0
+
+
+def test_width_efficiency_hand_cases():
+    # a 70B layer (d = 8,192) at TP8 leaves 1,024 per device: 1024 / (1024 + 512) = 2/3; unsplit 8192/8704
+    assert width_efficiency(1024, 512) == pytest.approx(2 / 3)
+    assert width_efficiency(8192, 512) == pytest.approx(0.941176, rel=1e-6)
+    assert width_efficiency(1024, 0.0) == 1.0
+
+
+def test_thin_tensor_parallel_slices_slow_the_dense_gemms(toy_model, toy_device):
+    model = ModelProfile.of(toy_model, "bf16", "bf16")
+    hw = HardwareArrays.of([Silicon.of(toy_device.model_copy(update={"gemm_half_width": 4.0}), "bf16")])
+    one = decode_step(model, hw, 1, 1, 10)
+    # d = 4 on one device: 4 / (4 + 4) = 0.5 of the dense MFU 0.5·1/65 → 656·65/0.5e12 / 0.5 = 1.7056e-7 s;
+    # attention 320 FLOPs at 0.5 → 6.4e-10 s
+    assert one.compute_s == pytest.approx(1.7056e-7 + 6.4e-10)
+    two = decode_step(model, hw, 2, 1, 10)
+    # TP2: d/p = 2 → 2 / (2 + 4) = 1/3; half the dense FLOPs (328) at 0.5·1/65 · 1/3; attention 160 FLOPs
+    assert two.compute_s == pytest.approx(328 * 65 * 3 / 0.5e12 + 160 / 0.5e12)
+    # weight-stationary SRAM machines pad no tile: no width penalty
+    sram = type(toy_device).model_validate({**toy_device.model_dump(), "gemm_half_width": 4.0,
+                                            "memory_tiers": [{"tier": "sram", "capacity_gb": 1.0, "bandwidth_tb_s": 1.0}],
+                                            "weights_tier": "sram", "kv_tier": "sram"})
+    assert Silicon.of(sram, "bf16").gemm_half_width == 0.0
 
 
 def test_kernel_times_hand_case_and_zero_work():

@@ -6,7 +6,8 @@ requests in steady state; catalogs/calibration/README.md):
 - ``single_user``: batch 1 (TPOT is the pure decode step; TTFT one prompt; end-to-end
   ``TTFT + (osl − 1)·TPOT``);
 - ``fixed_concurrency``: batch ``b = concurrency · tp / devices`` per replica, system tokens/s
-  ``replicas · b / serving step``;
+  ``replicas · b / serving step``; a static batch (the notes say so) is prefilled together and
+  decoded with no prompt folded in and no per-request scheduler: ``replicas · b · osl / (TTFT + (osl − 1)·TPOT)``;
 - ``max_throughput``: the batch (≤ 4096) that maximises tokens/s under paged KV memory.
 ``server`` records and those missing a prompt length or marked check-only are compared, never fitted.
 
@@ -40,13 +41,15 @@ ASSUMED_LENGTHS = (1000, 500)
 LOG_OFFSET = {"mfu": 0.0, "mbu": 0.0, "layer_latency_us": 1.0, "moe_layer_latency_us": 1.0,
               "step_overhead_us": 10.0, "collective_latency_us": 1.0, "collective_efficiency": 0.0,
               "grouped_gemm_efficiency": 0.0, "attention_read_efficiency": 0.0,
-              "fp8_compute_scale": 0.0, "fp4_compute_scale": 0.0, "collective_step_latency_us": 0.1}
+              "fp8_compute_scale": 0.0, "fp4_compute_scale": 0.0, "collective_step_latency_us": 0.1,
+              "sequence_overhead_us": 1.0, "gemm_half_width": 1.0}
 BOUNDS = {"mfu": (0.05, 1.0), "mbu": (0.05, 1.0), "layer_latency_us": (0.0, 500.0),
           "moe_layer_latency_us": (0.0, 2000.0), "step_overhead_us": (0.0, 50_000.0), "collective_latency_us": (0.0, 500.0),
           "collective_efficiency": (0.05, 1.0), "grouped_gemm_efficiency": (0.05, 1.0),
           "attention_read_efficiency": (0.05, 1.0),
           "fp8_compute_scale": (0.05, 1.0), "fp4_compute_scale": (0.05, 1.0),
-          "collective_step_latency_us": (0.0, 100.0)}
+          "collective_step_latency_us": (0.0, 100.0), "sequence_overhead_us": (0.0, 1000.0),
+          "gemm_half_width": (0.0, 100_000.0)}
 METRIC_GROUP = {"tpot_ms": "tpot", "output_tokens_per_s_per_user": "tpot", "e2e_latency_ms": "tpot",
                 "ttft_ms": "ttft", "output_tokens_per_s": "throughput"}
 #: bands come from a family's own LOO residuals when it has this many in a metric group, else from all.
@@ -91,6 +94,12 @@ class Measurement(Frozen):
         """Fitted on: lengths known, not speculative, not marked low-confidence or interpreted."""
         return (self.comparable and self.isl is not None and self.osl is not None and not self.speculative
                 and not any(m in self.notes for m in CHECK_ONLY_MARKERS))
+
+    @property
+    def static_batch(self) -> bool:
+        """A static batch of ``concurrency`` requests: prefilled together, then decoded to ``osl`` with no
+        new prompt folded in (the notes say "static batch")."""
+        return self.regime == "fixed_concurrency" and "static batch" in self.notes.lower()
 
     @property
     def group(self) -> str:
@@ -149,7 +158,8 @@ def predict(m: Measurement, costs: RooflineModel, variants: list[Device] | None 
     else:
         batches = BATCHES
     spec = GridSpec(tp=(n,), batch=batches, input_tokens=(isl,), output_tokens=max(int(round(osl)), 1),
-                    steady_state=m.regime != "single_user", ep=expert_groups(m, model))
+                    steady_state=m.regime != "single_user" and not m.static_batch,
+                    static_batch_prefill=m.static_batch, ep=expert_groups(m, model))
     grid = costs.grid(model, silicon, spec)
     tpot_s = grid.tpot_s.reshape(len(devices), -1)
     ttft_s = np.broadcast_to(grid.ttft_s, grid.tpot_s.shape).reshape(len(devices), -1)
@@ -163,6 +173,8 @@ def predict(m: Measurement, costs: RooflineModel, variants: list[Device] | None 
     else:
         tpot_s, ttft_s, rate = tpot_s[:, 0], ttft_s[:, 0], rate[:, 0]
     if m.metric == "output_tokens_per_s":
+        if m.static_batch:  # the batch's tokens over its wall time: the joint prefill, then osl − 1 more steps
+            return replicas * batches[0] * osl / (ttft_s + (osl - 1.0) * tpot_s)
         return replicas * rate
     if m.metric == "tpot_ms":
         return s_to_ms(tpot_s)

@@ -155,11 +155,13 @@ def write_fit(body: dict, root: Path | None = None) -> Path:
 #: efficiency terms a family's fit sets on its devices (Device fields).
 FITTED_TERMS = ("mfu", "mbu", "layer_latency_us", "moe_layer_latency_us", "step_overhead_us", "collective_latency_us",
                 "collective_efficiency", "grouped_gemm_efficiency", "attention_read_efficiency",
-                "fp8_compute_scale", "fp4_compute_scale", "collective_step_latency_us")
+                "fp8_compute_scale", "fp4_compute_scale", "collective_step_latency_us", "sequence_overhead_us",
+                "gemm_half_width")
 #: terms whose priors live in families.yaml rather than the hardware files.
 FAMILY_TERMS = ("layer_latency_us", "moe_layer_latency_us", "step_overhead_us", "collective_latency_us",
                 "collective_efficiency", "grouped_gemm_efficiency", "attention_read_efficiency",
-                "fp8_compute_scale", "fp4_compute_scale", "collective_step_latency_us")
+                "fp8_compute_scale", "fp4_compute_scale", "collective_step_latency_us", "sequence_overhead_us",
+                "gemm_half_width")
 
 
 class FamilyEntry(Frozen):

@@ -96,6 +96,8 @@ class Device(Frozen):
     #: a MoE layer beyond a dense one, of a whole pass (framework/scheduler), and of one all-reduce call.
     moe_layer_latency_us: NonNegative = 0.0
     step_overhead_us: NonNegative = 0.0
+    sequence_overhead_us: NonNegative = 0.0  # per sequence in a pass: the framework's per-request work each step
+    gemm_half_width: NonNegative = 0.0  # per-device GEMM width d/p at which dense GEMMs reach half their efficiency
     collective_latency_us: NonNegative = 0.0
     collective_efficiency: Fraction = 1.0  # achieved all-reduce bus bandwidth / scale-up link bandwidth
     grouped_gemm_efficiency: Fraction = 1.0  # routed experts' grouped GEMM MFU / a dense GEMM's

@@ -46,7 +46,8 @@ def test_refit_equals_the_stored_fit(report, stored):
     assert set(stored_params) == set(report["fits"])
     for name, fit in report["fits"].items():
         for term in FITTED_TERMS:
-            assert fit["params"][term] == pytest.approx(stored_params[name][term], rel=1e-3), (name, term)
+            # fit.yaml keeps 6 decimals: a term fitted to ~1e-11 from a zero prior is stored as 0.0
+            assert fit["params"][term] == pytest.approx(stored_params[name][term], rel=1e-3, abs=1e-6), (name, term)
 
 
 def test_every_stored_residual_is_what_the_model_predicts(report, stored):

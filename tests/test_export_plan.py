@@ -331,8 +331,8 @@ def test_pools_sheet_has_every_pool(cached, plan):
     rows = [dict(zip(headers, (c.value for c in row))) for row in ws.iter_rows(min_row=2, max_row=len(plan.pools) + 1)]
     assert len(rows) == len(plan.pools)
     for row, pool in zip(rows, plan.pools):
-        assert (row["Class"], row["Role"], row["Device"], row["Replicas"], row["Devices"]) == (
-            pool.class_name, pool.role, pool.device, pool.replicas, pool.devices)
+        assert (row["Class (shared: its share of the pool's req/s)"], row["Role"], row["Device"], row["Replicas"],
+                row["Devices"], row["EP groups"]) == (pool.class_name, pool.role, pool.device, pool.replicas, pool.devices, pool.ep)
         assert row["Utilisation"] == pytest.approx(pool.utilization)
     total = dict(zip(headers, (c.value for c in ws[len(plan.pools) + 2])))
     assert total["Devices"] == plan.totals.devices

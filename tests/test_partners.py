@@ -53,17 +53,18 @@ def _decode(plan):
 def test_one_to_one_experts_leave_the_small_gpus_idle(one_to_one):
     decode = _decode(one_to_one)
     # 8 MI355X: 4 prefill, 4 hold one expert replica, so one L40S attention replica; at the cap 0.9 it serves
-    # 0.9 · b / (TPOT · osl) = 0.9 · 256 / (0.07507 s · 500) = 6.14 req/s of the 50 asked: scale 0.1228
+    # 0.9 · b / (TPOT · osl) = 0.9 · 256 / (0.07627 s · 500) = 6.04 req/s of the 50 asked: scale 0.1208 (the step
+    # at batch 256 includes the attention side's per-request host work)
     assert (decode.replicas, decode.partner_replicas, decode.partner_tp) == (1, 1, 4)
     assert one_to_one.totals.devices_by_type == {"l40s": 1, "mi355x": 8}
     assert one_to_one.goodput_scale == pytest.approx(0.9 * decode.batch / (decode.tpot_ms / 1000 * 500) / 50, rel=1e-6)
-    assert one_to_one.goodput_scale == pytest.approx(0.1228, abs=1e-3)
+    assert one_to_one.goodput_scale == pytest.approx(0.1208, abs=1e-3)
 
 
 def test_a_shared_expert_pool_serves_eight_attention_replicas_and_beats_one_to_one(one_to_one, shared):
     decode = _decode(shared)
     # one expert replica (4 MI355X) serves 8 L40S attention replicas of batch 256: the experts run 2,048 tokens a
-    # step in 56.9 ms, under the attention side's 57.7 ms, so TPOT stays 75.07 ms (the L40S link binds first)
+    # step, under the attention side, so TPOT stays at the one-to-one 76.27 ms (the L40S link binds first)
     assert (decode.replicas, decode.partner_replicas) == (8, 1)
     assert decode.tpot_ms == pytest.approx(_decode(one_to_one).tpot_ms, rel=1e-9)
     assert shared.totals.devices_by_type == {"l40s": 8, "mi355x": 8}
@@ -123,6 +124,8 @@ def test_a_big_group_that_small_groups_beat_is_pruned():
 
 def test_verify_recomputes_a_draft_server_shared_by_more_targets(catalog):
     workload = Workload.model_validate(yaml.safe_load(Path("examples/workloads/spec-decode.yaml").read_text()))
+    # at half the example's 1 MW the plan serves one target replica with a d-Matrix draft server
+    workload = workload.model_copy(update={"constraints": workload.constraints.model_copy(update={"power_budget_kw": 500})})
     plan = plan_workload(workload, catalog, PlanOptions(baseline=False))
     (remote,) = [p for p in plan.pools if p.partner_role == "draft"]
     assert plan.verification.ok and remote.partner_replicas == remote.replicas

@@ -57,7 +57,7 @@ def test_heterogeneous_never_worse_than_best_homogeneous(catalog):
     plan = plan_workload(chat(), catalog, PlanOptions(relative_gap=1e-9, time_limit_s=30, baseline_gap=1e-9))
     assert plan.baseline.device in {"h100-sxm", "h200", "mi300x", "trn2"}
     assert plan.goodput_scale >= plan.baseline.goodput_scale * (1 - 1e-8)
-    assert plan.gain >= 1.0 - 1e-9
+    assert plan.gain >= 1.0 - 1e-8  # equal within the solves' 1e-9 gaps
 
 
 @pytest.mark.parametrize("objective", ["min_cost", "min_power"])

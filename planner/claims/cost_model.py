@@ -172,7 +172,8 @@ def chunked_prefill(costs: RooflineModel) -> Claim:
     tp, batch, context, prompt = 8, 32, 1650, 120_000
     chunk = CandidateOptions().chunk_tokens
     plain = costs.decode(model, hw, tp, batch, context).total_s.item()
-    mixed = costs.decode(model, hw, tp, batch, context, prefill_tokens=chunk).total_s.item()
+    mixed = costs.decode(model, hw, tp, batch, context, prefill_tokens=chunk,
+                         prefill_context_tokens=chunk / 2.0).total_s.item()
     before = np.arange(math.ceil(prompt / chunk)) * chunk  # prompt tokens ahead of each chunk
     prefix = costs.prefill(model, hw, tp, chunk, cached_tokens=before).total_s.reshape(-1)
     carrying = mixed + prefix - costs.prefill(model, hw, tp, chunk).total_s.item()

@@ -54,6 +54,7 @@ def expert_side(model: ModelProfile) -> ModelProfile:
         attention_flops_per_context_token_decode=0.0,
         attention_flops_per_context_token_prefill=0.0,
         kv_bytes_per_token_layer=0.0,
+        lm_head_flops_per_token=0.0,
     )
 
 
@@ -66,7 +67,8 @@ def af_decode_step(model: ModelProfile, attention_hw: HardwareArrays, attention_
     Returns (step seconds, attention-side pass, expert-side pass).
     """
     attention = decode_step(attention_side(model), attention_hw, attention_devices, batch, context_tokens)
-    experts = decode_step(expert_side(model), expert_hw, expert_devices, sharing * np.asarray(batch, dtype=float), 0.0)
+    experts = decode_step(expert_side(model), expert_hw, expert_devices, sharing * np.asarray(batch, dtype=float), 0.0,
+                          requests=0.0)
     message = np.asarray(batch, dtype=float) * model.hidden_size * ACTIVATION_BYTES
     transfers = model.moe_layers * 2.0 * (link_latency_s + message / link_bytes_s) / micro_batches
     return np.maximum(attention.total_s, experts.total_s) + transfers, attention, experts

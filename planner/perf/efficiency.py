@@ -9,6 +9,8 @@ priors; the fit is in catalogs/calibration/fit.yaml):
   ``M + M½`` rows at full efficiency (tile quantisation). This is the compute side only: that small-M
   GEMMs reach few FLOP/s because they are memory bound is the roofline's own ``max``.
   ``s_c`` is the family's ``fp8_compute_scale`` / ``fp4_compute_scale`` (1 for bf16);
+- a dense GEMM split over ``p`` tensor-parallel devices keeps ``w / (w + w½)`` of that, ``w = d/p``:
+  a thin slice has too few output tiles to fill the chip's waves (``gemm_half_width`` per family);
 - the routed experts' grouped GEMM runs at ``grouped_gemm_efficiency`` of that (per-expert tiles,
   rows scattered by expert, fine-grained scales);
 - weight reads run at ``MBU_peak · s_r(dtype)``: 4-bit weights are unpacked and rescaled in the
@@ -45,6 +47,18 @@ def gemm_efficiency(tokens, peak, half_tokens):
     """Achieved MFU of a GEMM over ``M`` tokens: ``peak · M / (M + M½)`` (0 at M = 0)."""
     m = np.asarray(tokens, dtype=float)
     return peak * m / (m + half_tokens)
+
+
+def width_efficiency(width, half_width):
+    """Share of a dense GEMM's efficiency left when each device computes a slice ``w = d/p`` of the layer's
+    width (``p`` devices splitting it under TP): ``w / (w + w½)`` (1 when ``w½ = 0``).
+
+    Tile and wave quantisation along the split dimension: fewer output tiles than the SMs can run at once
+    leave part of the chip idle, and a thinner slice has fewer tiles (NVIDIA, Matrix Multiplication
+    Background User's Guide, DU-09799-001, 2023-02, "Dimension Quantization Effects").
+    """
+    w = np.asarray(width, dtype=float)
+    return w / (w + half_width)
 
 
 def kernel_times(flops, flops_s, compute_efficiency, bytes_read, bytes_s, memory_efficiency):

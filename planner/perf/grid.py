@@ -27,6 +27,7 @@ class GridSpec:
     paged_kv: bool = True
     reserved_context_tokens: int | None = None
     static_batch_prefill: bool = False  # TTFT of the whole batch's prompts prefilled together
+    # with steady_state False: a static batch (prefilled together, then decoded), which no per-request scheduler runs
     steady_state: bool = False  # decode steps carry the prompts of requests that replace finished ones
     ep: int = 1  # expert-parallel groups, each an attention replica of tp/ep devices (roofline._pass)
 
@@ -70,15 +71,20 @@ def evaluate_grid(model: ModelProfile, hardware: HardwareArrays, spec: GridSpec)
     isl = np.asarray(spec.input_tokens, dtype=float).reshape(1, 1, 1, -1)
     context = isl + spec.output_tokens / 2.0
 
+    static = spec.static_batch_prefill and not spec.steady_state  # no scheduler: no per-request host work
     if spec.steady_state:
         # a closed loop at concurrency b: each step carries b·isl/osl prefill tokens on average, of
         # which (b−1)·isl/osl belong to the other requests a decoding request shares its steps with
+        # (each prompt token attends over its own prompt's prefix: isl/2 on average)
         per_request = isl / spec.output_tokens
-        decode = decode_step(model, hw, n, b, context, prefill_tokens=(b - 1.0) * per_request, ep=spec.ep)
-        serving = decode_step(model, hw, n, b, context, prefill_tokens=b * per_request, ep=spec.ep)
+        decode = decode_step(model, hw, n, b, context, prefill_tokens=(b - 1.0) * per_request, ep=spec.ep,
+                             prefill_context_tokens=isl / 2.0)
+        serving = decode_step(model, hw, n, b, context, prefill_tokens=b * per_request, ep=spec.ep,
+                              prefill_context_tokens=isl / 2.0)
     else:
-        decode = serving = decode_step(model, hw, n, b, context, ep=spec.ep)
-    prefill = prefill_pass(model, hw, n, isl, prompts=b if spec.static_batch_prefill else 1.0, ep=spec.ep)
+        decode = serving = decode_step(model, hw, n, b, context, ep=spec.ep, requests=0.0 if static else None)
+    prefill = prefill_pass(model, hw, n, isl, prompts=b if spec.static_batch_prefill else 1.0, ep=spec.ep,
+                           requests=0.0 if static else None)
 
     if spec.paged_kv:
         held_tokens = memory.paged_kv_tokens(isl, spec.output_tokens)

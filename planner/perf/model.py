@@ -80,7 +80,8 @@ class CostModel(Protocol):
     def profile(self, model_id: str, weights_dtype: str, kv_dtype: str | None = None) -> ModelProfile: ...
     def hardware(self, silicon: list[Silicon]) -> HardwareArrays: ...
     def prefill(self, model: ModelProfile, hw, devices, new_tokens, cached_tokens=0.0, prompts=1.0, ep: int = 1) -> Cost: ...
-    def decode(self, model: ModelProfile, hw, devices, batch, context_tokens, prefill_tokens=0.0, ep: int = 1) -> Cost: ...
+    def decode(self, model: ModelProfile, hw, devices, batch, context_tokens, prefill_tokens=0.0, ep: int = 1,
+               prefill_context_tokens=None) -> Cost: ...
     def af_decode(self, model: ModelProfile, attention, attention_devices, experts, expert_devices, batch,
                   context_tokens, link_bytes_s, link_latency_s, sharing: int = 1) -> Cost: ...
     def spec_tpot_s(self, draft_step_s, verify_step_s, draft_tokens, acceptance_rate, round_trip_s=0.0): ...
@@ -131,9 +132,11 @@ class RooflineModel:
         arrays = self.hardware(hw)
         return self._cost(prefill_pass(model, arrays, devices, new_tokens, cached_tokens, prompts, ep), arrays, "ttft")
 
-    def decode(self, model, hw, devices, batch, context_tokens, prefill_tokens=0.0, ep: int = 1) -> Cost:
+    def decode(self, model, hw, devices, batch, context_tokens, prefill_tokens=0.0, ep: int = 1,
+               prefill_context_tokens=None) -> Cost:
         arrays = self.hardware(hw)
-        return self._cost(decode_step(model, arrays, devices, batch, context_tokens, prefill_tokens, ep), arrays, "tpot")
+        return self._cost(decode_step(model, arrays, devices, batch, context_tokens, prefill_tokens, ep,
+                                      prefill_context_tokens), arrays, "tpot")
 
     def af_decode(self, model, attention, attention_devices, experts, expert_devices, batch, context_tokens,
                   link_bytes_s, link_latency_s, sharing: int = 1) -> Cost:

@@ -39,6 +39,7 @@ class ModelProfile:
     shared_expert_bytes: float = 0.0
     expert_flops_per_token: float = 0.0  # routed active and shared experts
     routed_flops_per_token: float = 0.0  # routed active experts only
+    lm_head_flops_per_token: float = 0.0  # 2·V·d, spent only on tokens whose logits are computed
 
     @property
     def dense_flops_per_token(self) -> float:
@@ -74,6 +75,7 @@ class ModelProfile:
             * memory.expert_params(arch),
             routed_flops_per_token=2.0 * memory.moe_layers(arch) * (moe.experts_active if moe else 0)
             * memory.expert_params(arch),
+            lm_head_flops_per_token=2.0 * arch.vocab_size * arch.hidden_size,
         )
 
     @property

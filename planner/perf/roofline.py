@@ -4,13 +4,17 @@ A pass is three kernel groups, each on its own roofline, plus communication and 
 
 ``T = max(C_dense, M_dense) + max(C_experts, M_experts) + max(C_attention, M_attention) + comm + fixed``
 
-- dense GEMMs (attention projections, dense FFNs, shared experts, LM head) over ``T`` tokens read
-  the always-active weights; routed experts read only the experts the tokens touch, each GEMM over
-  ``T·k/E_touched`` rows; attention reads the KV cache of the batch (efficiencies: efficiency.py);
+- dense GEMMs (attention projections, dense FFNs, shared experts) over ``T`` tokens read the
+  always-active weights, the LM head runs only on the rows that sample a token (``dense_gemm_flops``),
+  and a device's slice ``d/p`` of them runs at ``width_efficiency``;
+  routed experts read only the experts the tokens touch, each GEMM over ``T·k/E_touched`` rows, and
+  their activation copies stream at the family's peak MBU; attention reads the KV cache of the batch
+  (efficiencies: efficiency.py);
 - communication: two all-reduces per layer under tensor parallelism, each with a per-call floor
   (comm.py); chip-boundary hops on SRAM pipelines;
-- fixed: ``L · a + L_moe · b + c``, the per-layer launch/synchronisation floor ``a``, the extra
-  routing/permute/grouped-GEMM launches of a MoE layer ``b`` and the framework's per-step cost ``c``.
+- fixed: ``L · a + L_moe · b + c + S · e``, the per-layer launch/synchronisation floor ``a``, the extra
+  routing/permute/grouped-GEMM launches of a MoE layer ``b``, the framework's per-step cost ``c`` and
+  its per-request host work ``e`` for each of the ``S`` sequences in the pass.
 
 GPUs split every layer over ``n`` devices (TP). SRAM machines split the layers into
 ``S = min(n, L)`` sequential stages of ``p = n/S`` chips; ``g = min(T, S)`` micro-batches keep the
@@ -26,7 +30,7 @@ import numpy as np
 
 from planner.perf import comm
 from planner.perf.comm import ACTIVATION_BYTES
-from planner.perf.efficiency import gemm_efficiency, kernel_times
+from planner.perf.efficiency import gemm_efficiency, kernel_times, width_efficiency
 from planner.perf.moe import touched_experts
 from planner.perf.profile import ModelProfile
 from planner.perf.silicon import HardwareArrays
@@ -58,11 +62,17 @@ class PassCost(NamedTuple):
         return np.array(BOUNDS)[np.argmax(stacked, axis=0)]
 
 
+def carried_attention_flops(model: ModelProfile, tokens, mean_context_tokens):
+    """Attention FLOPs of ``q`` query tokens that attend over ``x`` tokens each on average (prefill form):
+    ``2·n_h·(d_qk+d_v) · q · attended(x)``, FLOPs (``attended``: layer-tokens, sliding windows capped)."""
+    q = np.asarray(tokens, dtype=float)
+    return model.attention_flops_per_context_token_prefill * q * model.attended_tokens(mean_context_tokens)
+
+
 def prefill_attention_flops(model: ModelProfile, new_tokens, cached_tokens=0.0):
     """Attention FLOPs of ``s`` new tokens after ``p`` cached: ``2·n_h·(d_qk+d_v) · s · attended(p + s/2)``."""
     s = np.asarray(new_tokens, dtype=float)
-    mean_context = np.asarray(cached_tokens, dtype=float) + s / 2.0
-    return model.attention_flops_per_context_token_prefill * s * model.attended_tokens(mean_context)
+    return carried_attention_flops(model, s, np.asarray(cached_tokens, dtype=float) + s / 2.0)
 
 
 def kv_share(model: ModelProfile, hw: HardwareArrays, devices):
@@ -72,9 +82,11 @@ def kv_share(model: ModelProfile, hw: HardwareArrays, devices):
     return np.where(hw.sram, 1.0 / n, tp_share)
 
 
-def fixed_overhead_s(model: ModelProfile, hw: HardwareArrays):
-    """Fixed cost of one pass: ``L · a + L_moe · b + c`` seconds."""
-    return model.layers * hw.layer_latency_s + model.moe_layers * hw.moe_layer_latency_s + hw.step_overhead_s
+def fixed_overhead_s(model: ModelProfile, hw: HardwareArrays, sequences=0.0):
+    """Fixed cost of one pass over ``S`` sequences: ``L · a + L_moe · b + c + S · e`` seconds (``a``, ``b``,
+    ``c`` in seconds, ``e`` in seconds per sequence)."""
+    fixed = model.layers * hw.layer_latency_s + model.moe_layers * hw.moe_layer_latency_s + hw.step_overhead_s
+    return fixed + np.asarray(sequences, dtype=float) * hw.sequence_overhead_s
 
 
 def pipeline_shape(model: ModelProfile, hw: HardwareArrays, devices, tokens):
@@ -121,11 +133,21 @@ def expert_imbalance(tokens_per_group, groups):
     return 1.0 + np.sqrt(2.0 * np.log(np.maximum(g, 1.0)) / mu)
 
 
+def dense_gemm_flops(model: ModelProfile, tokens, logit_rows):
+    """FLOPs of the dense GEMMs of a pass over ``T`` tokens of which ``R`` compute logits:
+    ``T · (F_dense − F_head) + R · F_head`` with ``F_head = 2·V·d`` (the LM head runs only on the rows
+    whose next token is sampled: one per decoding sequence, the last token of a prompt)."""
+    t = np.asarray(tokens, dtype=float)
+    head = model.lm_head_flops_per_token
+    return t * (model.dense_flops_per_token - head) + np.asarray(logit_rows, dtype=float) * head
+
+
 def _pass(model: ModelProfile, hw: HardwareArrays, devices, tokens, attention_flops, kv_read_bytes,
-          kv_write_bytes, ep: int = 1) -> PassCost:
+          kv_write_bytes, ep: int = 1, logit_rows=None, sequences=0.0) -> PassCost:
     """Price a pass over ``tokens`` tokens whose attention costs ``attention_flops`` and reads/writes KV bytes.
 
-    ``kv_read_bytes``/``kv_write_bytes`` are per device (already divided by its share). ``ep > 1`` is
+    ``logit_rows`` of the tokens run the LM head (default: all). ``kv_read_bytes``/``kv_write_bytes`` are
+    per device (already divided by its share). ``ep > 1`` is
     data-parallel attention with expert parallelism: ``ep`` attention replicas of ``n/ep``-way TP each
     take ``1/ep`` of the tokens; the routed experts are split over the ``ep`` groups, whose busiest one
     sets the pace (``expert_imbalance``), with a dispatch and a combine all-to-all per MoE layer.
@@ -136,10 +158,12 @@ def _pass(model: ModelProfile, hw: HardwareArrays, devices, tokens, attention_fl
     p = p / ep  # devices sharing one layer's dense work: the attention TP group
     t = t_all / g  # tokens of one micro-batch: what one pass through the stages carries
     t_dense = t / ep  # tokens of one attention replica
-    dense_flops = t_dense * model.dense_flops_per_token / p
+    logits = t_all if logit_rows is None else np.asarray(logit_rows, dtype=float)
+    dense_flops = dense_gemm_flops(model, t_dense, logits / g / ep) / p
     dense_bytes = model.always_active_bytes / p
-    c_dense, m_dense = kernel_times(dense_flops, hw.flops_s, gemm_efficiency(t_dense, hw.mfu, hw.gemm_half_tokens),
-                                    dense_bytes, hw.weights_bw_bytes_s, hw.mbu)
+    dense_mfu = gemm_efficiency(t_dense, hw.mfu, hw.gemm_half_tokens) * width_efficiency(
+        model.hidden_size / p, hw.gemm_half_width)
+    c_dense, m_dense = kernel_times(dense_flops, hw.flops_s, dense_mfu, dense_bytes, hw.weights_bw_bytes_s, hw.mbu)
     if model.moe_layers:
         touched = touched_experts(model.experts, model.experts_active, t)
         rows = t * model.experts_active / touched  # tokens per touched expert
@@ -148,10 +172,12 @@ def _pass(model: ModelProfile, hw: HardwareArrays, devices, tokens, attention_fl
             share = 1.0 / ep
             imbalance = expert_imbalance(t * model.experts_active / ep, ep)
         expert_bytes = model.moe_layers * touched * share * model.expert_bytes / p
-        expert_bytes = expert_bytes + moe_shuffle_bytes(model, t_dense)
         c_exp, m_exp = kernel_times(t * model.routed_flops_per_token * share * imbalance / p, hw.flops_s,
                                     gemm_efficiency(rows, hw.expert_mfu, hw.gemm_half_tokens),
                                     expert_bytes, hw.weights_bw_bytes_s, hw.mbu)
+        # activation copies stream at the family's peak MBU: the weights format's unpack penalty is not theirs
+        m_exp = m_exp + kernel_times(0.0, hw.flops_s, 1.0, moe_shuffle_bytes(model, t_dense), hw.weights_bw_bytes_s,
+                                     hw.activation_mbu)[1]
     else:
         c_exp = m_exp = np.zeros(1)
     # KV per chip (layer-split on a pipeline): one micro-batch crosses the S stages in turn
@@ -169,36 +195,44 @@ def _pass(model: ModelProfile, hw: HardwareArrays, devices, tokens, attention_fl
     hops = comm.pipeline_hops_s(t, model.hidden_size, n, hw.link_bytes_s, hw.link_latency_s)
     fused = comm.dataflow_exchange_s(model.layers, t_all, model.hidden_size, n, hw.link_bytes_s, hw.link_latency_s)
     communication = np.where(hw.sram, hops, np.where(hw.dataflow, fused, tp))
-    overhead = fixed_overhead_s(model, hw)
+    overhead = fixed_overhead_s(model, hw, sequences)
     shape = np.broadcast(compute, memory, communication, overhead).shape
     return PassCost(*(np.broadcast_to(x, shape) for x in (compute, memory, roof, communication, overhead)))
 
 
 def decode_step(model: ModelProfile, hw: HardwareArrays, devices, batch, context_tokens, prefill_tokens=0.0,
-                ep: int = 1) -> PassCost:
+                ep: int = 1, prefill_context_tokens=None, requests=None) -> PassCost:
     """One decode step of ``b`` sequences at mean context ``c`` on ``n`` devices (``ep``: see ``_pass``).
 
-    Optionally carries ``q`` prefill tokens (a chunked-prefill piece) in the same pass; the step then
-    runs its GEMMs over ``b + q`` rows and adds the chunk's attention and KV writes.
+    Optionally carries ``q`` more tokens in the same pass; the step then runs its GEMMs over ``b + q``
+    rows and adds their attention and KV writes. Given ``prefill_context_tokens``, the carried tokens
+    are pieces of prompts (chunked prefill): each attends over its own prompt's prefix, ``p + s/2`` on
+    average for prompts of ``s`` new tokens after ``p`` cached, whatever the decoding batch's context,
+    and only the ``b`` decoding rows run the LM head. Without it they extend the batch's own sequences
+    (speculative verification): they attend over ``c`` and each computes logits. ``requests`` is how
+    many requests' host work the step carries (default ``b``; an expert replica schedules none).
     """
     n = np.asarray(devices, dtype=float)
     b = np.asarray(batch, dtype=float)
     q = np.asarray(prefill_tokens, dtype=float)
     c = np.asarray(context_tokens, dtype=float)
     attention = b * model.attention_flops_per_context_token_decode * model.attended_tokens(c)
-    attention = attention + prefill_attention_flops(model, q, c)
+    prompts = prefill_context_tokens is not None
+    attention = attention + carried_attention_flops(model, q, prefill_context_tokens if prompts else c)
     share = kv_share(model, hw, n / ep) / ep  # a device holds the KV of its replica's 1/ep of the sequences
     kv_read = b * model.kv_bytes(c) * share
     kv_write = (b + q) * model.kv_bytes(1.0) * share
-    return _pass(model, hw, n, b + q, attention, kv_read, kv_write, ep)
+    return _pass(model, hw, n, b + q, attention, kv_read, kv_write, ep, logit_rows=b if prompts else b + q,
+                 sequences=b if requests is None else requests)
 
 
 def prefill_pass(model: ModelProfile, hw: HardwareArrays, devices, new_tokens, cached_tokens=0.0, prompts=1.0,
-                 ep: int = 1) -> PassCost:
+                 ep: int = 1, requests=None) -> PassCost:
     """Prefill of ``m`` prompts of ``s`` new tokens after ``p`` cached ones, together, on ``n`` devices.
 
-    GEMMs run over ``m·s`` rows; each prompt's attention covers its own prefix; the KV of the cached
-    prefix is read and that of the ``m·s`` new tokens written.
+    GEMMs run over ``m·s`` rows (the LM head over the ``m`` last ones); each prompt's attention covers
+    its own prefix; the KV of the cached prefix is read and that of the ``m·s`` new tokens written.
+    ``requests``: how many requests' host work the pass carries (default ``m``; none in a static batch).
     """
     n = np.asarray(devices, dtype=float)
     s = np.asarray(new_tokens, dtype=float)
@@ -206,7 +240,8 @@ def prefill_pass(model: ModelProfile, hw: HardwareArrays, devices, new_tokens, c
     p = np.asarray(cached_tokens, dtype=float)
     share = kv_share(model, hw, n / ep) / ep
     attention = m * prefill_attention_flops(model, s, p)
-    return _pass(model, hw, n, m * s, attention, m * model.kv_bytes(p) * share, m * model.kv_bytes(s) * share, ep)
+    return _pass(model, hw, n, m * s, attention, m * model.kv_bytes(p) * share, m * model.kv_bytes(s) * share, ep,
+                 logit_rows=m, sequences=m if requests is None else requests)
 
 
 def chunked_prefill_tokens_per_step(batch, input_tokens, output_tokens, prefix_cache_hit=0.0):

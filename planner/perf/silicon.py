@@ -82,12 +82,15 @@ class Silicon:
     dataflow: bool  # weights streamed from HBM through an on-chip pipeline (no TP collectives)
     mfu: float  # large-GEMM MFU at this compute format (family peak · format scale)
     mbu: float  # weight-read MBU at this weights format (family peak · format scale)
+    activation_mbu: float  # MBU of streaming 16-bit activation tensors (family peak, no format scale)
     expert_mfu: float  # large grouped-GEMM MFU of the routed experts (mfu · grouped-GEMM efficiency)
     kv_mbu: float  # decode attention's KV-read MBU (family peak · attention read efficiency)
     gemm_half_tokens: float
+    gemm_half_width: float  # per-device width d/p at which dense GEMMs run at half their efficiency
     layer_latency_s: float
     moe_layer_latency_s: float
     step_overhead_s: float
+    sequence_overhead_s: float  # the framework's per-sequence cost of one step
     collective_latency_s: float
     collective_step_s: float  # one ring step of an all-reduce (the family's fitted term)
     collective_bytes_s: float  # all-reduce bus bandwidth: link bandwidth · collective efficiency
@@ -116,13 +119,16 @@ class Silicon:
             dataflow=device.kind == "dataflow" and not device.is_sram_machine,
             mfu=device.mfu * compute_scale(device, fmt),
             mbu=device.mbu * READ_SCALE[weights_dtype],
+            activation_mbu=device.mbu,
             expert_mfu=device.mfu * compute_scale(device, fmt) * device.grouped_gemm_efficiency,
             kv_mbu=device.mbu * device.attention_read_efficiency,
             # weight-stationary SRAM machines stream each token's vector through resident weights: no tile to pad
             gemm_half_tokens=0.0 if device.is_sram_machine else GEMM_HALF_TOKENS[fmt],
+            gemm_half_width=0.0 if device.is_sram_machine else device.gemm_half_width,
             layer_latency_s=us_to_s(device.layer_latency_us),
             moe_layer_latency_s=us_to_s(device.moe_layer_latency_us),
             step_overhead_s=us_to_s(device.step_overhead_us),
+            sequence_overhead_s=us_to_s(device.sequence_overhead_us),
             collective_latency_s=us_to_s(device.collective_latency_us),
             collective_step_s=us_to_s(device.collective_step_latency_us),
             collective_bytes_s=gb_s_to_bytes_s(device.scale_up.bandwidth_gb_s) * device.collective_efficiency,

@@ -4,7 +4,8 @@
   (``CostModel.prefill`` at ``prompts=m``, the new and cached tokens of ``prompt_tokens``), then each prompt's KV
   (``kv_bytes(isl)``) handed to the decode side over the replica's NICs (``transfer_s``), one after another;
 - aggregated pools: each step runs the ``b`` sequences in decode and up to ``chunk_tokens`` prefill tokens of
-  admitted prompts (``CostModel.decode(…, prefill_tokens=p)``), as aggregated.py prices a chunk-carrying step;
+  admitted prompts, each attending over its own prompt (``CostModel.decode(…, prefill_tokens=p,
+  prefill_context_tokens=cached + new/2)``), as aggregated.py prices a chunk-carrying step;
 - pd_disagg decode pools: the decode step at the running batch (``CostModel.decode``);
 - spec_decode pools: a round ``k·t_draft(b) + t_verify(b) + t_rtt(b)`` (``spec_round_s``, the draft local or on
   its partner silicon, ``round_trip_s`` as spec_decode.py prices it), each sequence gaining ``1 + min(k, G)``
@@ -108,7 +109,9 @@ def service_for(pool: Pool, rc: RequestClass, ctx: ServiceContext) -> PrefillSer
     batches = np.arange(0, b + 1, dtype=float)
     c = mean_context(rc)
     if pool.role == "aggregated":
-        return StepService(b, lambda p: costs.decode(model, s, n, batches, c, prefill_tokens=p).total_s.reshape(-1),
+        new, cached = prompt_tokens(rc)
+        return StepService(b, lambda p: costs.decode(model, s, n, batches, c, prefill_tokens=p,
+                                                     prefill_context_tokens=cached + new / 2.0).total_s.reshape(-1),
                            chunk_tokens=ctx.chunk_tokens)
     running = np.maximum(batches, 1.0)  # b = 0 is never stepped in a decode-only pool
     if pool.strategy == "pd_disagg":

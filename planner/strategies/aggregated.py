@@ -68,17 +68,19 @@ def steps(costs, model, s, n, batch, rc: RequestClass, chunk_budget: int):
     """``(mean step, TPOT at the SLO's statistic, prompt service time, prefill tokens per step)`` of an aggregated
     replica of ``n`` devices at ``batch`` (arrays over the batches, seconds): the mean step carries ``q``
     prefill tokens, a prompt's chunks ride on ``⌈new / chunk⌉`` steps, the tail step is ``tail_tpot_s``'s."""
-    new, _ = prompt_tokens(rc)
+    new, cached = prompt_tokens(rc)
     b = np.asarray(batch, dtype=float)
     c = mean_context(rc)
+    prompt = cached + new / 2.0  # the context a carried prompt token attends over, on average
     chunk = float(min(chunk_budget, new))
     q = chunked_prefill_tokens_per_step(b, rc.input_tokens, rc.output_tokens, rc.prefix_cache_hit)
-    step = costs.decode(model, s, n, b, c, prefill_tokens=q).total_s.reshape(-1)
-    service = math.ceil(new / chunk) * costs.decode(model, s, n, b, c, prefill_tokens=chunk).total_s.reshape(-1)
+    step = costs.decode(model, s, n, b, c, prefill_tokens=q, prefill_context_tokens=prompt).total_s.reshape(-1)
+    service = math.ceil(new / chunk) * costs.decode(model, s, n, b, c, prefill_tokens=chunk,
+                                                    prefill_context_tokens=prompt).total_s.reshape(-1)
     tpot = step
     if rc.slo.percentile:
         held = carrying_tokens(chunk_budget, new, q)
-        loaded = costs.decode(model, s, n, b, c, prefill_tokens=held).total_s.reshape(-1)
+        loaded = costs.decode(model, s, n, b, c, prefill_tokens=held, prefill_context_tokens=prompt).total_s.reshape(-1)
         plain = costs.decode(model, s, n, b, c).total_s.reshape(-1)
         tpot = tail_tpot_s(step, loaded, plain, q / held, rc.slo.percentile)
     return step, tpot, service, q

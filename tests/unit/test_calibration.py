@@ -73,6 +73,21 @@ def test_fixed_concurrency_prediction_is_estimate_at_the_replica_batch(catalog):
     assert predict(m, RooflineModel(catalog))[0] == pytest.approx(2 * est.output_tokens_per_s, rel=1e-9)
 
 
+def test_a_static_batch_is_prefilled_together_then_decoded_without_new_prompts(catalog):
+    """Static batch of 8 on each of 2 replicas: tokens/s = 2 · 8 · osl / (prefill of the 8 prompts + 499 plain steps)."""
+    costs = RooflineModel(catalog)
+    m = _m(regime="fixed_concurrency", concurrency=16, devices=2, metric="output_tokens_per_s",
+           notes="Static batch: all 8 requests are prefilled together and decoded to 500 tokens")
+    assert m.static_batch and not _m(regime="fixed_concurrency", concurrency=16, devices=2).static_batch
+    model, s = costs.profile("llama-3.1-8b", "fp8", "fp8"), costs.silicon("h100-sxm", "fp8")
+    prefill = costs.prefill(model, s, 1, 1000, prompts=8.0).total_s.item()
+    step = costs.decode(model, s, 1, 8, 1250).total_s.item()
+    host = 8 * s.sequence_overhead_s  # a static batch runs no per-request scheduler
+    assert predict(m, costs)[0] == pytest.approx(2 * 8 * 500 / (prefill - host + 499 * (step - host)), rel=1e-9)
+    steady = predict(m.model_copy(update={"notes": ""}), costs)[0]
+    assert steady != pytest.approx(predict(m, costs)[0], rel=1e-3)
+
+
 def test_end_to_end_latency_is_ttft_plus_the_remaining_tokens(catalog):
     costs = RooflineModel(catalog)
     ttft = predict(_m(metric="ttft_ms"), costs)[0]
@@ -381,12 +396,13 @@ def test_max_throughput_where_nothing_fits_predicts_no_throughput(catalog):
 
 def test_chosen_batch_is_the_batch_max_throughput_is_priced_at(catalog):
     costs = RooflineModel(catalog)
-    # long prompts, short outputs: the prompts folded into every step make a small batch the best
+    # long prompts, short outputs: the prompts folded into every step make a batch below the memory's limit the best
+    # (72 GB usable − 8.03 GB of fp8 weights) / (8,032 paged tokens · 64 KiB of fp8 KV) = 121 requests
     m = _m(regime="max_throughput", metric="output_tokens_per_s", isl=8000, osl=50)
     batch = chosen_batch(m, costs)
     est = estimate(EstimateRequest(model="llama-3.1-8b", device="h100-sxm", dtype="fp8", kv_dtype="fp8",
                                    tp=1, batch=batch, isl=8000, osl=50), catalog)
-    assert 1 < batch < 64
+    assert 1 < batch < 121
     assert predict(m, costs)[0] == pytest.approx(est.output_tokens_per_s, rel=1e-9)
     assert chosen_batch(_m(), costs) == 1
     assert chosen_batch(_m(regime="fixed_concurrency", concurrency=24, devices=4, tp=2), costs) == 12

@@ -109,11 +109,27 @@ def test_expert_parallel_grid_prices_every_pass_with_ep(moe_model, toy_device):
     steady = evaluate_grid(model, hw, GridSpec(tp=(4,), batch=(8,), input_tokens=(16,), output_tokens=32, ep=4,
                                                steady_state=True))
     # 16/32 prompt tokens per request per step: 7 others' 3.5 in a request's step, all 8 · 0.5 in the replica's
-    assert steady.tpot_s == pytest.approx(decode_step(model, hw.expand(4), n, b, 32.0, 3.5, ep=4).total_s)
-    assert steady.serving.total_s == pytest.approx(decode_step(model, hw.expand(4), n, b, 32.0, 4.0, ep=4).total_s)
+    # (each prompt token attends over its own prompt's first 16/2 tokens on average)
+    assert steady.tpot_s == pytest.approx(decode_step(model, hw.expand(4), n, b, 32.0, 3.5, ep=4,
+                                                      prefill_context_tokens=8.0).total_s)
+    assert steady.serving.total_s == pytest.approx(decode_step(model, hw.expand(4), n, b, 32.0, 4.0, ep=4,
+                                                               prefill_context_tokens=8.0).total_s)
     # per device: the dense 416 B whole, a quarter of the 384 routed bytes; KV of 2 of the 8 sequences each
     assert grid.weights_bytes_per_device.reshape(-1) == pytest.approx([416.0 + 96.0])
     assert grid.kv_bytes_per_request_per_device.reshape(-1) == pytest.approx([512.0 / 4])
+
+
+def test_a_static_batch_carries_no_per_request_host_work(toy_model, toy_device):
+    model = ModelProfile.of(toy_model, "bf16", "bf16")
+    hw = _hw(toy_device.model_copy(update={"sequence_overhead_us": 2.0}))
+    static = evaluate_grid(model, hw, GridSpec(tp=(1,), batch=(8,), input_tokens=(64,), output_tokens=32,
+                                               static_batch_prefill=True))
+    assert static.decode.overhead_s.reshape(-1)[0] == 0.0 and static.prefill.overhead_s.reshape(-1)[0] == 0.0
+    # served in steady state (estimate's regime), a step and the batch's prefill pay 8 sequences · 2 µs
+    steady = evaluate_grid(model, hw, GridSpec(tp=(1,), batch=(8,), input_tokens=(64,), output_tokens=32,
+                                               static_batch_prefill=True, steady_state=True))
+    assert steady.decode.overhead_s.reshape(-1)[0] == pytest.approx(16e-6)
+    assert steady.prefill.overhead_s.reshape(-1)[0] == pytest.approx(16e-6)
 
 
 def test_static_batch_prefill_prices_the_batchs_prompts_together(toy):
@@ -134,8 +150,9 @@ def test_steady_state_steps_carry_the_other_requests_prompts(toy):
     n, b = np.ones((1, 1, 1, 1)), np.full((1, 1, 1, 1), 4.0)
     # each request brings 64/16 = 4 prompt tokens per step: the 3 others' 12 in a request's step, all 16 in the
     # replica's throughput step
-    decode = decode_step(model, hw.expand(4), n, b, 72.0, prefill_tokens=12.0)
-    serving = decode_step(model, hw.expand(4), n, b, 72.0, prefill_tokens=16.0)
+    # (the prompt tokens attend over their own 64-token prompts: 32 tokens on average)
+    decode = decode_step(model, hw.expand(4), n, b, 72.0, prefill_tokens=12.0, prefill_context_tokens=32.0)
+    serving = decode_step(model, hw.expand(4), n, b, 72.0, prefill_tokens=16.0, prefill_context_tokens=32.0)
     assert grid.tpot_s == pytest.approx(decode.total_s)
     assert grid.serving.total_s == pytest.approx(serving.total_s)
 

@@ -11,8 +11,10 @@ import pytest
 
 from planner.perf.profile import ModelProfile
 from planner.perf.roofline import (
+    carried_attention_flops,
     chunked_prefill_tokens_per_step,
     decode_step,
+    dense_gemm_flops,
     fixed_overhead_s,
     pipeline_shape,
     prefill_attention_flops,
@@ -96,24 +98,37 @@ def test_fixed_overhead_hand_case(toy_model, toy_device):
     assert decode_step(model, hw, 1, 1, 10).overhead_s == pytest.approx(110e-6)
 
 
+def test_fixed_overhead_adds_each_sequences_host_work(toy_model, toy_device):
+    model = ModelProfile.of(toy_model, "bf16", "bf16")
+    hw = _hw(toy_device, layer_latency_us=5.0, step_overhead_us=100.0, sequence_overhead_us=2.0)
+    # 2 layers · 5 µs + 100 µs + 8 sequences · 2 µs = 126 µs
+    assert fixed_overhead_s(model, hw, 8) == pytest.approx(126e-6)
+    assert decode_step(model, hw, 1, 8, 10).overhead_s == pytest.approx(126e-6)
+    # a prefill of 3 prompts: 110 + 3 · 2 µs; a step that schedules no request (an expert replica): 110 µs
+    assert prefill_pass(model, hw, 1, 16, prompts=3).overhead_s == pytest.approx(116e-6)
+    assert decode_step(model, hw, 1, 8, 10, requests=0.0).overhead_s == pytest.approx(110e-6)
+
+
 def test_prefill_pass_hand_case(toy):
     model, hw = toy
     cost = prefill_pass(model, hw, 1, 4096)
-    # dense: 4096·656 FLOPs at MFU 0.5·4096/4160 → 656·4160/0.5e12 = 5.45792e-6 s
+    # dense: 4096·576 FLOPs + the LM head's 80 on the last token only = 2,359,376 at MFU 0.5·4096/4160
+    # → 2,359,376 · 4160/4096 / 0.5e12 = 4.792483e-6 s
     # attention: 16 · 4096 · (2 layers · 2048) = 268,435,456 FLOPs / 0.5e12 = 5.36870912e-4 s
-    assert cost.compute_s == pytest.approx(5.45792e-6 + 5.36870912e-4)
+    assert cost.compute_s == pytest.approx(4.792483e-6 + 5.36870912e-4)
     assert cost.bound == "compute"
 
 
 def test_prefill_pass_after_a_cached_prefix_reads_its_kv(toy):
     model, hw = toy
     cost = prefill_pass(model, hw, 1, 8, cached_tokens=4)
-    # dense: 8·656 FLOPs at MFU 0.5·8/72 → 5248·9/0.5e12 = 9.4464e-8 s; reads 656 B / 0.5e12 = 1.312e-9 s
+    # dense: 8·576 + 80 (LM head, last token) = 4688 FLOPs at MFU 0.5·8/72 → 4688·9/0.5e12 = 8.4384e-8 s;
+    # reads 656 B / 0.5e12 = 1.312e-9 s
     # attention: 16 · 8 · (2 layers · (4 + 8/2)) = 2048 FLOPs / 0.5e12 = 4.096e-9 s
     # KV: the prefix's 4 tokens read (64 B) and the 8 new ones written (128 B), at 0.35 TB/s
-    assert cost.compute_s == pytest.approx(9.4464e-8 + 4.096e-9)
+    assert cost.compute_s == pytest.approx(8.4384e-8 + 4.096e-9)
     assert cost.memory_s == pytest.approx(1.312e-9 + 192 / 0.35e12)
-    assert cost.roofline_s == pytest.approx(9.4464e-8 + 4.096e-9)  # both groups compute bound
+    assert cost.roofline_s == pytest.approx(8.4384e-8 + 4.096e-9)  # both groups compute bound
 
 
 def test_prefill_on_an_sram_pipeline_splits_kv_by_layer(toy_model, toy_device):
@@ -121,10 +136,11 @@ def test_prefill_on_an_sram_pipeline_splits_kv_by_layer(toy_model, toy_device):
     model = ModelProfile.of(toy_model, "bf16", "bf16")
     hw = _hw(_sram(toy_device))
     cost = prefill_pass(model, hw, 2, 8, cached_tokens=4)
-    # dense: 4·656 FLOPs at MFU 0.5 (no tile to pad) = 5.248e-9 s; reads 656 B = 1.312e-9 s
+    # dense: 4·576 FLOPs + half the prompt's one LM-head row (40) = 2344 at MFU 0.5 (no tile to pad) = 4.688e-9 s;
+    # reads 656 B = 1.312e-9 s
     # attention: 2048 / 2 micro-batches = 1024 FLOPs = 2.048e-9 s
     # KV per chip: half of (64 B read + 128 B written), times 2 stages / 2 micro-batches = 96 B
-    assert cost.compute_s == pytest.approx(5.248e-9 + 2.048e-9)
+    assert cost.compute_s == pytest.approx(4.688e-9 + 2.048e-9)
     assert cost.memory_s == pytest.approx(1.312e-9 + 96 / 0.35e12)
     # one hop: 1 µs + 4 tokens · 4 · 2 B / 100 GB/s
     assert cost.communication_s == pytest.approx(1e-6 + 3.2e-10)
@@ -173,13 +189,37 @@ def test_chunked_prefill_defaults_to_no_prefix_cache():
     assert chunked_prefill_tokens_per_step(32, 2000, 500) == pytest.approx(128.0)
 
 
-def test_decode_step_with_a_prefill_chunk_attends_after_the_context(toy):
+def test_decode_step_carrying_verification_tokens_attends_over_the_batchs_context(toy):
     model, hw = toy
     cost = decode_step(model, hw, 1, 1, 10, prefill_tokens=4)
-    # 5 rows of dense GEMMs: 5·656 FLOPs at 0.5·5/69; attention 320 (decode) + 16 · 4 · (2 · (10 + 2)) = 1536
-    assert cost.compute_s == pytest.approx(656 * 69 / 0.5e12 + 1856 / 0.5e12)
+    # 5 rows of dense GEMMs, all sampling: 5·656 FLOPs at 0.5·5/69; attention 320 (decode) + 16 · 4 · (2 · 10) = 1600
+    assert cost.compute_s == pytest.approx(656 * 69 / 0.5e12 + 1600 / 0.5e12)
     # KV: 160 B read; (1 + 4) · 16 B written
     assert cost.memory_s == pytest.approx(656 / 0.5e12 + 240 / 0.35e12)
+
+
+def test_decode_step_carrying_a_prompt_chunk_attends_over_its_own_prompt(toy):
+    model, hw = toy
+    # a fresh 4-token prompt: its tokens attend over 2 tokens on average, whatever the batch's context of 10
+    cost = decode_step(model, hw, 1, 1, 10, prefill_tokens=4, prefill_context_tokens=2.0)
+    # dense: 5·576 + 1 sampling row · 80 = 2960 FLOPs at 0.5·5/69 → 2960·69/5 / 0.5e12 = 8.1696e-8 s
+    # attention: 320 (decode) + 16 · 4 · (2 · 2) = 576 FLOPs / 0.5e12 = 1.152e-9 s
+    assert cost.compute_s == pytest.approx(8.1696e-8 + 1.152e-9)
+    assert cost.memory_s == pytest.approx(656 / 0.5e12 + 240 / 0.35e12)  # the KV traffic is the same
+
+
+def test_carried_attention_flops_hand_case(toy):
+    model, _ = toy
+    # 3 tokens attending over 7 each: 16 FLOPs · 3 · (2 layers · 7)
+    assert carried_attention_flops(model, 3, 7) == pytest.approx(672.0)
+
+
+def test_dense_gemm_flops_run_the_lm_head_on_sampling_rows_only(toy):
+    model, _ = toy
+    # toy: 656 dense FLOPs per token, of which the LM head 2 · 10 · 4 = 80; 10 tokens, 2 sampling
+    assert model.lm_head_flops_per_token == pytest.approx(80.0)
+    assert dense_gemm_flops(model, 10, 2) == pytest.approx(10 * 576 + 2 * 80)
+    assert dense_gemm_flops(model, 10, 10) == pytest.approx(6560.0)
 
 
 def test_fixed_overhead_counts_moe_layers(moe_model, toy_device):

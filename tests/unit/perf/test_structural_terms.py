@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from planner.perf import comm
-from planner.perf.efficiency import gemm_efficiency, kernel_times
+from planner.perf.efficiency import gemm_efficiency, kernel_times, width_efficiency
 from planner.perf.model import RooflineModel
 from planner.perf.profile import ModelProfile, default_kv_dtype
 from planner.perf.roofline import decode_step, expert_imbalance, kv_bandwidth, moe_shuffle_bytes, prefill_pass
@@ -22,6 +22,30 @@ def test_gemm_efficiency_is_tile_quantisation():
     assert gemm_efficiency(1, 0.8, 64) == pytest.approx(0.8 / 65)
     assert gemm_efficiency(4096, 0.8, 64) == pytest.approx(0.8 * 4096 / 4160)
     assert gemm_efficiency(0, 0.8, 64) == 0.0
+
+
+def test_width_efficiency_hand_cases():
+    # a 70B layer (d = 8,192) at TP8 leaves 1,024 per device: 1024 / (1024 + 512) = 2/3; unsplit 8192/8704
+    assert width_efficiency(1024, 512) == pytest.approx(2 / 3)
+    assert width_efficiency(8192, 512) == pytest.approx(0.941176, rel=1e-6)
+    assert width_efficiency(1024, 0.0) == 1.0
+
+
+def test_thin_tensor_parallel_slices_slow_the_dense_gemms(toy_model, toy_device):
+    model = ModelProfile.of(toy_model, "bf16", "bf16")
+    hw = HardwareArrays.of([Silicon.of(toy_device.model_copy(update={"gemm_half_width": 4.0}), "bf16")])
+    one = decode_step(model, hw, 1, 1, 10)
+    # d = 4 on one device: 4 / (4 + 4) = 0.5 of the dense MFU 0.5·1/65 → 656·65/0.5e12 / 0.5 = 1.7056e-7 s;
+    # attention 320 FLOPs at 0.5 → 6.4e-10 s
+    assert one.compute_s == pytest.approx(1.7056e-7 + 6.4e-10)
+    two = decode_step(model, hw, 2, 1, 10)
+    # TP2: d/p = 2 → 2 / (2 + 4) = 1/3; half the dense FLOPs (328) at 0.5·1/65 · 1/3; attention 160 FLOPs
+    assert two.compute_s == pytest.approx(328 * 65 * 3 / 0.5e12 + 160 / 0.5e12)
+    # weight-stationary SRAM machines pad no tile: no width penalty
+    sram = type(toy_device).model_validate({**toy_device.model_dump(), "gemm_half_width": 4.0,
+                                            "memory_tiers": [{"tier": "sram", "capacity_gb": 1.0, "bandwidth_tb_s": 1.0}],
+                                            "weights_tier": "sram", "kv_tier": "sram"})
+    assert Silicon.of(sram, "bf16").gemm_half_width == 0.0
 
 
 def test_kernel_times_hand_case_and_zero_work():
@@ -73,6 +97,18 @@ def test_moe_shuffle_bytes_hand_case(moe_model):
     model = ModelProfile.of(moe_model, "bf16", "bf16")
     # 10 tokens · 2 MoE layers · (3·2 + 2) · d=4 · 2 B = 1,280 B
     assert moe_shuffle_bytes(model, 10) == pytest.approx(1280.0)
+
+
+def test_moe_activation_copies_stream_at_the_familys_peak_mbu(moe_model, toy_device):
+    """fp4 weights read at half the MBU (0.25); the experts' activation copies at the plain 0.5."""
+    model = ModelProfile.of(moe_model, "fp4")
+    silicon = Silicon.of(toy_device, "fp4")
+    assert (silicon.mbu, silicon.activation_mbu) == (0.25, 0.5)
+    cost = decode_step(model, HardwareArrays.of([silicon]), 1, 8, 10)
+    # dense: 168 params · 0.5 B = 84 B; experts: 2 layers · 3.984375 touched · 24 params · 0.5 B = 95.625 B, both
+    # at 0.25 TB/s; shuffle: 8 tokens · 2 layers · (3·2 + 2) · 4 · 2 B = 1024 B at 0.5 TB/s; fp8 KV (8 B per
+    # token): 8 sequences · 10 tokens read + 8 written = 704 B at 0.35 TB/s
+    assert cost.memory_s == pytest.approx((84 + 95.625) / 0.25e12 + 1024 / 0.5e12 + 704 / 0.35e12)
 
 
 def test_weights_per_device_under_expert_parallelism(moe_model):

@@ -169,23 +169,40 @@ def solve_candidates(workload: Workload, units: dict, candidates: list[Candidate
     paid for additions); ``first_stage`` is called with the first stage's outcome before the second starts.
     When only the power budget couples the classes, class by class (decompose.py: exact, both stages at once)."""
     own = [c for c in candidates if not c.mix]
-    start_from = None
+    apart: tuple[Solved, ...] = ()  # the class-by-class plan's stages, over the candidates without a mix
     if decompose.decomposable(workload, options.relative_gap):
         start = time.perf_counter()
         split = decompose.solve(workload, units, own, options.solver, options.solve_options())
         if split is not None:
-            stages = tuple(Solved(own, m, r, (r,), time.perf_counter() - start) for m, r in zip(split.models, split.results))
-            if first_stage is not None and len(stages) > 1 and stages[0].result.has_solution:
-                first_stage(stages[0])
+            apart = tuple(Solved(own, m, r, (r,), time.perf_counter() - start) for m, r in zip(split.models, split.results))
             if len(own) == len(candidates):
-                return replace(stages[-1], stages=split.results, time_s=time.perf_counter() - start)
-            start_from = stages[0]  # shared pools couple the classes: the full MILP starts from this plan
+                if first_stage is not None and len(apart) > 1 and apart[0].result.has_solution:
+                    first_stage(apart[0])
+                return replace(apart[-1], stages=split.results, time_s=time.perf_counter() - start)
         options = replace(options, time_limit_s=max(options.time_limit_s - (time.perf_counter() - start), 1e-3))
-    solved = solve_first_stage(workload, units, candidates, options, start_from=start_from)
+    # shared pools couple the classes: the full MILP starts from the class-by-class plan and must not end worse
+    solved = solve_first_stage(workload, units, candidates, options, start_from=apart[0] if apart else None)
     if workload.objective in GOODPUT_OBJECTIVES and solved.result.has_solution and solved.scale > MIN_SCALE:
         if first_stage is not None:
             first_stage(solved)
         solved = tie_break(workload, units, solved, options)
+    return better(workload, solved, apart[-1]) if apart else solved
+
+
+def better(workload: Workload, solved: Solved, apart: Solved) -> Solved:
+    """The full MILP's plan, or the class-by-class one (over the candidates without a mix) when it serves at least
+    as much for less (a tie-break cut short must not end worse than where it started); the stages keep the full
+    MILP's first stage, whose gap bounds both."""
+    def key(s: Solved) -> tuple[float, float]:  # larger is better
+        if not s.result.has_solution:
+            return -np.inf, -np.inf
+        f = fleet_figures(workload, s)
+        spent = f["cost_usd_per_hour"] if workload.objective == "min_cost" else f["power_kw"]
+        return (s.scale if workload.objective in GOODPUT_OBJECTIVES else 0.0), -spent
+    mine, theirs = key(solved), key(apart)
+    scale_tie = theirs[0] >= mine[0] - 1e-9 * max(1.0, abs(mine[0]))
+    if theirs[0] > mine[0] + 1e-9 * max(1.0, abs(mine[0])) or (scale_tie and theirs[1] > mine[1] + 1e-9 * max(1.0, abs(mine[1]))):
+        return replace(apart, stages=solved.stages[:1] + apart.stages[1:], time_s=solved.time_s)
     return solved
 
 

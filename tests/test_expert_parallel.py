@@ -38,11 +38,14 @@ def test_data_parallel_attention_stops_copying_mla_kv_to_every_rank(costs):
     """DeepSeek-V3 fp8 on 8 B200 (162 GB usable each), isl 2,000, osl 500: a sequence's live MLA KV is 79.27 MB.
     TP8 copies it to every rank: 671.03 GB / 8 = 83.88 GB of weights, 78.12 GB left, 985 sequences. EP8: the
     17.12 GB dense part on every device and 653.91 GB of routed experts over 8 (98.86 GB), 63.14 GB left, each
-    device holding its own eighth of the sequences: 63.14 GB / 9.91 MB = 6,372."""
+    device holding its own eighth of the sequences: 63.14 GB / 9.91 MB = 6,372, so 796 whole requests per group (6,368)."""
     model, b200 = costs.profile("deepseek-v3", "fp8", "fp8"), costs.silicon("b200", "fp8")
     rc = deepseek_chat().classes[0]
     assert decode_fits(model, costs, b200, 8, 985, rc) and not decode_fits(model, costs, b200, 8, 986, rc)
-    assert decode_fits(model, costs, b200, 8, 6372, rc, ep=8) and not decode_fits(model, costs, b200, 8, 6373, rc, ep=8)
+    assert decode_fits(model, costs, b200, 8, 6368, rc, ep=8) and not decode_fits(model, costs, b200, 8, 6376, rc, ep=8)
+    assert not decode_fits(model, costs, b200, 8, 6364, rc, ep=8)  # fits in memory, but not whole requests per group
+    # EP4: attention replicas of 2 (MLA's KV on both), 90.30 GB of weights, 71.70 GB left: 3,618 -> 3,616 in fours
+    assert decode_fits(model, costs, b200, 8, 3616, rc, ep=4) and not decode_fits(model, costs, b200, 8, 3620, rc, ep=4)
     assert not decode_fits(model, costs, b200, 8, 1, rc, ep=16)  # more groups than devices
 
 

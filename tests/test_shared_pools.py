@@ -139,3 +139,60 @@ def test_the_replay_sends_every_class_to_the_shared_pools(shared_plan):
     assert set(by_class) == {"a", "b"}
     assert all(c.simulated_tpot_ms is not None and np.isfinite(c.simulated_tpot_ms) for c in by_class.values())
     assert sim.verdict == "meets"
+
+
+def test_a_shared_prefill_pool_is_priced_at_its_slowest_class_cached_prefixes_included(catalog):
+    """A 32k prompt that is 95% cached has fewer new tokens than a plain 2k one, yet its pass is slower (it attends
+    over the whole prefix): the shared pool's TTFT must cover that pass (the review's case)."""
+    work = Workload.model_validate({
+        "model": "llama-3.1-8b", "dtype": "bf16", "strategies": ["pd_disagg"], "shared_pools": True,
+        "classes": [{"name": "a", "rate_rps": 2, "input_tokens": 2000, "output_tokens": 200, "slo": {"ttft_ms": 190, "tpot_ms": 50}},
+                    {"name": "b", "rate_rps": 2, "input_tokens": 32000, "output_tokens": 200, "prefix_cache_hit": 0.95,
+                     "slo": {"ttft_ms": 190, "tpot_ms": 50}}],
+        "constraints": {"power_budget_kw": 100, "devices": ["h100-sxm"]}, "objective": "min_power",
+    })
+    from planner.strategies.base import slowest_prefill
+
+    plan = plan_workload(work, catalog, PlanOptions(baseline=False))
+    assert plan.verification.ok, plan.verification.messages
+    costs = RooflineModel(catalog)
+    model, h100 = costs.profile("llama-3.1-8b", "bf16", None), costs.silicon("h100-sxm", "bf16")
+    a_pass = float(costs.prefill(model, h100, 1, 2000.0, 0.0).total_s.reshape(-1)[0])
+    b_pass = float(costs.prefill(model, h100, 1, 1600.0, 30400.0).total_s.reshape(-1)[0])
+    assert b_pass > a_pass  # fewer new tokens, a slower pass
+    assert slowest_prefill(costs, model, h100, 1, list(work.classes), [1]) == pytest.approx([b_pass])
+    for pool in plan.pools:
+        if pool.role == "prefill" and pool.serves is not None and pool.serves.get("b", 0) > 0:
+            b_pass = float(costs.prefill(model, h100, pool.tp, 1600.0, 30400.0, prompts=pool.batch).total_s.reshape(-1)[0])
+            assert pool.ttft_ms >= 1000 * b_pass
+
+
+def test_an_idle_shared_decode_pool_still_verifies(shared_plan):
+    """Replicas with no traffic (the MILP may keep one when it costs nothing) report, and are re-checked at, their
+    tier class's own step at the pool's batch."""
+    from planner.strategies import strategy
+    from planner.strategies.base import mean_context
+    from planner.verify import checking_at
+
+    catalog, plan = shared_plan
+    costs = RooflineModel(catalog)
+    pool = next(p for p in plan.pools if p.role == "decode" and p.serves)
+    tier = next(rc for rc in plan.workload.classes if rc.name == pool.class_name)
+    step = float(costs.decode(costs.profile("llama-3.1-8b", "bf16", None), costs.silicon(pool.device, "bf16"), pool.tp,
+                              pool.batch, mean_context(tier)).total_s.reshape(-1)[0])
+    idle = pool.model_copy(update={"serves": {k: 0.0 for k in pool.serves}, "utilization": 0.0, "tpot_ms": 1000 * step})
+    check = checking_at(plan.workload, PlanOptions().candidates, costs)
+    assert strategy("pd_disagg").recheck(idle, tier, check).latency_ok
+    assert not strategy("pd_disagg").recheck(idle.model_copy(update={"tpot_ms": 500 * step}), tier, check).latency_ok
+
+
+def test_a_shared_pools_engine_takes_every_class_it_serves():
+    from planner.deploy.engines import envelope
+    from planner.schema import RequestClass
+
+    short = RequestClass.model_validate({"name": "a", "rate_rps": 1, "input_tokens": 1024, "output_tokens": 256,
+                                         "slo": {"ttft_ms": 1000, "tpot_ms": 40}})
+    long = short.model_copy(update={"name": "b", "input_tokens": 8000, "output_tokens": 100, "prefix_cache_hit": 0.5})
+    both = envelope([short, long])
+    assert (both.name, both.input_tokens, both.output_tokens, both.prefix_cache_hit) == ("a", 8000, 256, 0.5)
+    assert envelope([short]) is short

@@ -47,9 +47,20 @@ class PoolSpec:
     vllm_device: str | None
 
 
+def envelope(classes: list[RequestClass]) -> RequestClass:
+    """One class whose prompts and answers are as long as the longest of ``classes`` (a shared pool's engine must take
+    every request any of them sends), the first class otherwise."""
+    first = classes[0]
+    if len(classes) == 1:
+        return first
+    return first.model_copy(update={"input_tokens": max(c.input_tokens for c in classes),
+                                    "output_tokens": max(c.output_tokens for c in classes),
+                                    "prefix_cache_hit": max(c.prefix_cache_hit for c in classes)})
+
+
 def pool_spec(plan: Plan, pool: Pool, moe: bool, vllm_device: str | None) -> PoolSpec:
     workload = plan.workload
-    rc = next(c for c in workload.classes if c.name == pool.class_name)
+    rc = envelope([c for c in workload.classes if c.name == pool.class_name or c.name in (pool.serves or {})])
     spec = workload.spec_decode if pool.strategy == "spec_decode" and pool.role == "decode" else None
     dtype = pool.dtype or workload.dtype
     return PoolSpec(pool=pool, request_class=rc, model=workload.model, dtype=dtype,

@@ -52,6 +52,8 @@ def greedy_point(model: IlpModel, x_lp: np.ndarray, t: float, rows) -> np.ndarra
     columns they decide: minimum replicas, whole nodes)."""
     x = t * np.asarray(x_lp, dtype=float)
     x[model.blocks["n"]] = 0.0
+    if "x" in model.blocks:  # shared replicas' shares go with their replicas: the point covers demand without them
+        x[model.blocks["x"]] = 0.0
     for z_col, n_col, capacity, rate in rows:
         x[n_col] += np.ceil(rate * x[z_col] / capacity - 1e-9)
     return np.clip(completed_point(model, x), model.var_lb, model.var_ub)

@@ -21,7 +21,7 @@ from planner.simulate.outcome import Simulation, SimulationOptions
 from planner.simulate.service import PrefillService, ServiceContext, SimulationError, StepService, service_for
 from planner.simulate.summary import summarize
 from planner.simulate.traffic import arrival_times, served_by_class
-from planner.strategies.base import prompt_tokens
+from planner.strategies.base import mean_context, prompt_tokens
 from planner.units import ms_to_s
 
 
@@ -93,7 +93,7 @@ def _start_pool(env, index: int, run: PoolRun, classes: dict[str, RequestClass],
     missing = [c for c in run.traffic if c not in classes]
     if missing:
         raise SimulationError(f"pools: {pool.class_name}/{pool.strategy}/{pool.role} serves unknown class {missing[0]!r}")
-    lead = classes[next(iter(run.traffic))]
+    lead = slowest(pool, [classes[name] for name in run.traffic])
     service = service_for(pool, lead, ctx)
     count = pool.replicas if options.max_replicas is None else min(pool.replicas, options.max_replicas)
     for j in range(count):
@@ -109,6 +109,17 @@ def _start_pool(env, index: int, run: PoolRun, classes: dict[str, RequestClass],
         for k, (name, rps) in enumerate(run.traffic.items()):
             stream = np.random.default_rng([options.seed, index, j, k + 1])
             env.process(_arrivals(env, replica, classes[name], rps / pool.replicas, stream, options))
+
+
+def slowest(pool: Pool, served: list[RequestClass]) -> RequestClass:
+    """The class a pool's service is priced at: its only one, or for a shared pool the one its pricing tier counts
+    every request at (the longest prompt for prefill, the longest mean context for decode), so a shared pool's
+    replay is, like its plan, priced at its slowest class."""
+    if len(served) == 1:
+        return served[0]
+    if pool.role == "prefill":
+        return max(served, key=lambda rc: (rc.input_tokens, -rc.prefix_cache_hit))
+    return max(served, key=mean_context)
 
 
 def _warm(replica: BatchReplica, service: StepService, pool: Pool, rc: RequestClass, traffic: dict[str, float],

@@ -270,6 +270,12 @@ def expert_groups(model: ModelProfile, s: Silicon, n: int) -> list[int]:
     return [1] + [2**i for i in range(1, 13) if 2**i <= n and n % 2**i == 0]
 
 
+def whole_groups(batch, ep: int):
+    """Whether a batch splits into whole requests per expert group (``b`` a multiple of ``ep``): an engine places a
+    request on one data-parallel attention rank, so fewer requests than groups cannot use them all."""
+    return np.asarray(batch) % ep == 0
+
+
 def kv_per_device(model: ModelProfile, costs: CostModel, s: Silicon, n: int, ep: int = 1):
     """A device's share of one sequence's KV: its attention replica's (``n / ep`` devices) share of the sequences
     that replica holds (``1 / ep`` of them)."""
@@ -294,7 +300,7 @@ def price_prefill(ctx: Pricing, rc: RequestClass, strategy: str) -> list[Candida
                 weights = float(model.weights_per_device(n, ep))
                 service = costs.prefill(model, s, n, new, cached, prompts=m, ep=ep).total_s.reshape(-1)
                 fits = ((m * model.kv_bytes(rc.input_tokens) * kv_per_device(model, costs, s, n, ep) <= s.kv_room_bytes(weights))
-                        & (weights <= s.usable_weights_bytes))
+                        & (weights <= s.usable_weights_bytes) & whole_groups(m, ep))
                 rho = max_utilization_at(slo_s, service, move, rc.slo.percentile)
                 capacity = np.minimum(m / service, network_rps)
                 i = best(fits & (rho > 0), rho * capacity)
@@ -314,10 +320,17 @@ def price_prefill(ctx: Pricing, rc: RequestClass, strategy: str) -> list[Candida
     return out
 
 
+def slowest_prefill(costs: CostModel, model: ModelProfile, s: Silicon, n: int, classes: list[RequestClass], prompts):
+    """The longest pass of ``prompts`` prompts of any of ``classes`` (new tokens and the cached prefix they attend
+    over both count), per prompt count (s)."""
+    return np.max([costs.prefill(model, s, n, *prompt_tokens(rc), prompts=np.asarray(prompts, dtype=float)).total_s.reshape(-1)
+                   for rc in classes], axis=0)
+
+
 def price_shared_prefill(ctx: Pricing, strategy: str) -> list[Candidate]:
     """Prefill replicas shared by classes. A tier is a TTFT SLO T (and a statistic): its replicas may serve every
     class of ``strategy`` whose SLO is at least T with that statistic. Each request is counted at the tier's
-    longest service S (its longest new prompt, m at a time) and largest KV hand-off t: a queue whose services are
+    longest service S (``slowest_prefill``, m at a time) and largest KV hand-off t: a queue whose services are
     at most S waits no longer than an M/D/1 queue of S at the utilisation S's count gives (the wait grows with
     every service time), so ``wait(ρ; S) + S + t ≤ T`` holds for every class it serves. One candidate per device,
     tp and tier (the batch with the most capacity); tiers of one class are the class's own candidates."""
@@ -331,14 +344,12 @@ def price_shared_prefill(ctx: Pricing, strategy: str) -> list[Candidate]:
         if len(members) < 2 or names in seen:
             continue
         seen.add(names)
-        longest = max(members, key=lambda rc: prompt_tokens(rc)[0])
-        new, cached = prompt_tokens(longest)
         isl = max(rc.input_tokens for rc in members)
         kv_out = max(kv_out_bytes(ctx, rc, strategy) for rc in members)
         slo_s = ms_to_s(tier.slo.ttft_ms)
         for s in ctx.silicon:
             for n in s.device_counts(model.weights_bytes, ctx.options.max_tp):
-                service = costs.prefill(model, s, n, new, cached, prompts=m).total_s.reshape(-1)
+                service = slowest_prefill(costs, model, s, n, members, m)
                 fits = m * model.kv_bytes(isl) * costs.kv_share(model, s, n).reshape(-1) <= s.kv_room_bytes(model.weights_bytes / n)
                 move = float(transfer_s(kv_out, n * s.nic_bytes_s, s.nic_latency_s)) if kv_out else 0.0
                 rho = max_utilization_at(slo_s, service, move, tier.slo.percentile)
@@ -382,8 +393,8 @@ def recheck_prefill(pool: Pool, rc: RequestClass, check: Checking) -> Recheck:
     model, costs = check.model, check.costs
     silicon = costs.silicon(pool.device, check.workload.dtype)
     n, m, ep = pool.tp, pool.batch, pool.ep
-    if ep not in expert_groups(model, silicon, n):
-        return Recheck(False, False, 0.0, f"prefill on {pool.device}: {ep} expert groups on {n} devices")
+    if ep not in expert_groups(model, silicon, n) or not whole_groups(m, ep):
+        return Recheck(False, False, 0.0, f"prefill on {pool.device}: {ep} expert groups on {n} devices, {m} prompts")
     new, cached = prompt_tokens(rc)
     service = float(costs.prefill(model, silicon, n, new, cached, prompts=m, ep=ep).total_s.reshape(-1)[0])
     kv = float(model.kv_bytes(rc.input_tokens))
@@ -403,10 +414,8 @@ def recheck_shared_prefill(pool: Pool, check: Checking, strategy: str) -> Rechec
     model, costs = check.model, check.costs
     silicon = costs.silicon(pool.device, check.workload.dtype)
     members = [rc for rc in check.workload.classes if rc.name in pool.serves]
-    longest = max(members, key=lambda rc: prompt_tokens(rc)[0])
-    new, cached = prompt_tokens(longest)
     n, m = pool.tp, pool.batch
-    service = float(costs.prefill(model, silicon, n, new, cached, prompts=m).total_s.reshape(-1)[0])
+    service = float(slowest_prefill(costs, model, silicon, n, members, [m])[0])
     kv = max(float(model.kv_bytes(rc.input_tokens)) for rc in members)
     move = float(transfer_s(kv, n * silicon.nic_bytes_s, silicon.nic_latency_s))
     percentile = members[0].slo.percentile
@@ -421,7 +430,7 @@ def recheck_shared_prefill(pool: Pool, check: Checking, strategy: str) -> Rechec
 def decode_fits(model: ModelProfile, costs: CostModel, silicon: Silicon, n: int, batch: int, rc: RequestClass,
                 extra_weights_per_device: float = 0.0, ep: int = 1) -> bool:
     """The weights and ``batch`` sequences' paged KV fit on ``n`` devices (in ``ep`` expert groups)."""
-    if ep not in expert_groups(model, silicon, n):
+    if ep not in expert_groups(model, silicon, n) or not whole_groups(batch, ep):
         return False
     live_kv = float(model.kv_bytes(paged_kv_tokens(rc.input_tokens, rc.output_tokens)))
     share = float(kv_per_device(model, costs, silicon, n, ep)[0])

@@ -30,6 +30,7 @@ from planner.strategies.base import (
     price_shared_prefill,
     recheck_prefill,
     recheck_shared_prefill,
+    whole_groups,
     within,
 )
 from planner.units import ms_to_s, s_to_ms
@@ -63,7 +64,7 @@ def price(unit: str, ctx: Pricing, rc: RequestClass) -> list[Candidate]:
             tpot = np.stack([costs.decode(model, s, n, b, mean_context(rc), ep=ep).total_s.reshape(-1) for ep in groups])
             weights = [float(model.weights_per_device(n, ep)) for ep in groups]
             fits = np.stack([(b * live * kv_per_device(model, costs, s, n, ep) <= s.kv_room_bytes(w)) & (w <= s.usable_weights_bytes)
-                             for ep, w in zip(groups, weights)])
+                             & whole_groups(b, ep) for ep, w in zip(groups, weights)])
             choices = decode_choices(rc, tpot[:, None, :], fits, b, n * s.nic_bytes_s / kv_in if kv_in else np.inf)
             ranked = [(c[2], -k, k) for k, c in enumerate(choices) if c is not None]  # most capacity, then fewest groups
             if not ranked:
@@ -153,7 +154,7 @@ def recheck_shared(pool: Pool, check: Checking) -> Recheck:
         used[name] = rps * step[name] * rc.output_tokens / pool.batch
         kv += rps * model.kv_bytes(rc.input_tokens)
     total = sum(used.values())
-    tpot = total / sum(used[k] / step[k] for k in used) if total > 0 else 0.0
+    tpot = total / sum(used[k] / step[k] for k in used) if total > 0 else step[pool.class_name]  # idle: its tier's step
     network_ok = kv <= pool.replicas * pool.tp * s.nic_bytes_s * (1 + 1e-9)
     fits = all(decode_fits(model, costs, s, pool.tp, pool.batch, classes[k]) for k in pool.serves)
     rate = sum(pool.serves.values()) / total if total > 0 else 0.0

@@ -95,6 +95,8 @@ def test_a_child_imports_the_parents_planner_from_any_directory(tmp_path, monkey
     it imports the same ``planner`` (and finds the target) wherever the parent runs and whatever it has installed."""
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("PYTHONPATH", raising=False)
+    # under a mutation run's tracing (mutmut), a child would look for mutmut's configuration in this directory
+    monkeypatch.delenv("MUTANT_UNDER_TEST", raising=False)
     child = Child("tests.solvers.fixed:Located")
     try:
         assert child.hello["name"] == str(Path(planner.__file__).resolve().parent)

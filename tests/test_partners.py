@@ -133,3 +133,35 @@ def test_verify_recomputes_a_draft_server_shared_by_more_targets(catalog):
     pools = tuple(p.model_copy(update={"replicas": 4 * p.replicas}) if p is remote else p for p in plan.pools)
     result = verify_plan(plan.model_copy(update={"pools": pools}), catalog)
     assert not (result.checks["latency_recomputed"] and result.checks["memory"])
+
+
+def _af_candidates(catalog, tpot_ms: float, options: CandidateOptions = CandidateOptions()) -> list[Candidate]:
+    """The AF decode candidates of one qwen3-235b class (fp8) on H200 and B200."""
+    from planner import graph as task_graph
+    from planner.candidates import generate_candidates
+    from planner.perf.profile import ModelProfile
+
+    workload = Workload.model_validate({
+        "model": "qwen3-235b-a22b", "dtype": "fp8", "kv_dtype": "fp8", "strategies": ["af_disagg"],
+        "classes": [{"name": "chat", "rate_rps": 10, "input_tokens": 1000, "output_tokens": 400,
+                     "slo": {"ttft_ms": 1500, "tpot_ms": tpot_ms}}],
+        "constraints": {"power_budget_kw": 400, "devices": ["h200", "b200"]},
+    })
+    graph = task_graph.build_task_graph(workload, ModelProfile.of(catalog.model(workload.model), "fp8", "fp8"), None)
+    return [c for c in generate_candidates(workload, catalog, graph, options)[0] if c.partner_role == "ffn"]
+
+
+def test_the_tp_limit_bounds_the_expert_pools_too(catalog):
+    """qwen3-235b's experts (fp8, ~220 GB) need two H200s or B200s at the least: with at most 2 devices per pool,
+    every attention pool and every expert partner has 1 or 2 (unbounded, experts also come on 4)."""
+    assert {c.partner_tp for c in _af_candidates(catalog, 60)} >= {2, 4}
+    limited = _af_candidates(catalog, 60, CandidateOptions(max_tp=2))
+    assert limited and {c.partner_tp for c in limited} == {2} and {c.tp for c in limited} <= {1, 2}
+
+
+def test_an_expert_pool_too_slow_to_share_four_ways_does_not_stop_the_larger_ones(catalog):
+    """At 20 ms TPOT one H200 of attention shares two H200s of experts at most 2 ways; four H200s of experts
+    (each MoE layer twice as fast) are still priced, up to 4 ways."""
+    shapes = {(c.partner_tp, c.partner_share) for c in _af_candidates(catalog, 20)
+              if (c.device, c.tp, c.partner_device) == ("h200", 1, "h200")}
+    assert shapes == {(2, 1), (2, 2), (4, 1), (4, 2), (4, 4)}

@@ -66,3 +66,25 @@ def test_a_study_replays_each_scenario(tmp_path):
     table = pd.read_csv(tmp_path / "out" / "results.csv")
     assert len(table) == 3 and set(table["simulated_verdict"]) <= {"meets", "misses"}
     assert (table["simulated_worst_miss"] >= 0).all()
+
+
+def test_each_miss_beyond_the_noise_reaches_the_plan_as_the_simulator_said_it(catalog, chat, monkeypatch):
+    """The plan's replay carries every miss the simulator reports outside its noise, field by field."""
+    from types import SimpleNamespace
+
+    import planner.optimize
+
+    miss = SimpleNamespace(class_name="chat", metric="ttft_ms", statistic="p90", simulated=1300.0, target=1000.0,
+                           relative=0.3, within_noise=False)
+    noise = SimpleNamespace(class_name="chat", metric="tpot_ms", statistic="mean", simulated=51.0, target=50.0,
+                            relative=0.02, within_noise=True)
+    said = SimpleNamespace(verdict="misses", requests=1200, options=SimulationOptions(duration_s=600, seed=3),
+                           misses=(miss, noise), classes=(SimpleNamespace(name="chat", simulated_ttft_ms=1300.0,
+                                                                          simulated_tpot_ms=40.0),))
+    monkeypatch.setattr(planner.optimize, "simulate_plan", lambda *args, **kwargs: said)
+    plan = planner.optimize.replayed(chat, catalog, PlanOptions(simulate=SimulationOptions(duration_s=600, seed=3)))
+    assert plan.simulation == SimulationCheck(
+        verdict="misses", requests=1200, duration_s=600, seed=3,
+        misses=(SimulatedMiss(class_name="chat", metric="ttft_ms", statistic="p90", simulated=1300.0, target=1000.0,
+                              relative=0.3),),
+        simulated_ttft_ms={"chat": 1300.0}, simulated_tpot_ms={"chat": 40.0})

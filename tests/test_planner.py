@@ -173,3 +173,10 @@ def test_unknown_inventory_id_is_an_error(catalog):
     workload = chat().model_copy(update={"constraints": chat().constraints.model_copy(update={"inventory": {"nosuch": 4}})})
     with pytest.raises(UnknownId, match="nosuch"):
         plan_workload(workload, catalog, EXACT)
+
+
+def test_an_slo_no_device_reaches_is_answered_before_any_engine_runs(catalog):
+    plan = plan_workload(chat(ttft_ms=1.0), catalog, PlanOptions(baseline=False))
+    assert plan.status == "infeasible" and plan.diagnosis.reason == "slo_unreachable"
+    assert (plan.solver.backend, plan.solver.engine, plan.solver.engine_version) == ("ortools", "-", "")  # none ran
+    assert plan.solver.gap is None and plan.pools == ()

@@ -196,3 +196,36 @@ def test_a_shared_pools_engine_takes_every_class_it_serves():
     both = envelope([short, long])
     assert (both.name, both.input_tokens, both.output_tokens, both.prefix_cache_hit) == ("a", 8000, 256, 0.5)
     assert envelope([short]) is short
+
+
+def test_a_shared_prefill_tier_serves_only_classes_of_its_statistic_with_a_looser_ttft(catalog):
+    """Tiers: a (500 ms at p90) alone has no one to share with; b and c (2000 ms, mean) share one tier. a's
+    tighter tier may not take b and c, whose TTFT statistic is another."""
+    from planner import graph as task_graph
+    from planner.candidates import generate_candidates
+    from planner.perf.profile import ModelProfile
+
+    slos = {"a": {"ttft_ms": 500, "tpot_ms": 100, "percentile": 90}, "b": {"ttft_ms": 2000, "tpot_ms": 100},
+            "c": {"ttft_ms": 2000, "tpot_ms": 100}}
+    workload = Workload.model_validate({
+        "model": "llama-3.1-8b", "dtype": "bf16", "strategies": ["pd_disagg"], "shared_pools": True,
+        "classes": [{"name": k, "rate_rps": 3, "input_tokens": 1024, "output_tokens": 256, "slo": slo} for k, slo in slos.items()],
+        "constraints": {"power_budget_kw": 100, "devices": ["h100-sxm"]},
+    })
+    graph = task_graph.build_task_graph(workload, ModelProfile.of(catalog.model(workload.model), "bf16", workload.kv_dtype), None)
+    candidates, _ = generate_candidates(workload, catalog, graph)
+    tiers = {tuple(load.class_name for load in c.mix) for c in candidates if c.mix and c.role == "prefill"}
+    assert tiers == {("b", "c")}
+
+
+def test_no_shared_prefill_candidate_where_no_utilisation_meets_the_ttft(catalog):
+    """A 1 ms TTFT is shorter than any prefill of 1024 tokens: no replica can serve it at any utilisation."""
+    from planner import graph as task_graph
+    from planner.candidates import generate_candidates
+    from planner.perf.profile import ModelProfile
+
+    workload = two_apps(True).model_copy(update={"classes": tuple(
+        rc.model_copy(update={"slo": rc.slo.model_copy(update={"ttft_ms": 1.0})}) for rc in two_apps(True).classes)})
+    graph = task_graph.build_task_graph(workload, ModelProfile.of(catalog.model(workload.model), "bf16", workload.kv_dtype), None)
+    candidates, _ = generate_candidates(workload, catalog, graph)
+    assert [c for c in candidates if c.role == "prefill"] == []

@@ -93,3 +93,26 @@ def test_a_prefill_pool_reporting_a_lower_ttft_fails_the_recompute(catalog, af_p
 def test_a_pool_claiming_twice_its_capacity_fails(catalog, spec_plan):
     pool = next(p for p in spec_plan.pools if p.role == "decode")
     assert "latency_recomputed" in _failed(_edit(spec_plan, "decode", capacity_rps=pool.capacity_rps * 2), catalog)
+
+
+def test_a_pool_reporting_a_ttft_half_again_its_slo_fails_the_slo_and_the_recompute(catalog, af_plan):
+    assert _failed(_edit(af_plan, "prefill", ttft_ms=1500 * 1.5), catalog) == {"slo", "latency_recomputed"}
+
+
+def test_a_class_whose_shares_sum_to_nine_tenths_fails_the_split_by_a_tenth(catalog, spec_plan):
+    (chat,) = spec_plan.classes
+    shares = {name: 0.9 * share for name, share in chat.strategy_shares.items()}
+    edited = spec_plan.model_copy(update={"classes": (chat.model_copy(update={"strategy_shares": shares}),)})
+    result = verify_plan(edited, catalog)
+    assert {name for name, ok in result.checks.items() if not ok} == {"split"}
+    assert result.max_violation == pytest.approx(0.1)
+    assert result.messages == (f"class chat: shares sum to {sum(shares.values())}",)
+
+
+def test_an_inventory_one_device_short_of_the_plan_fails_the_inventory_by_one(catalog, spec_plan):
+    device, used = sorted(spec_plan.totals.devices_by_type.items())[0]
+    cons = spec_plan.workload.constraints.model_copy(update={"inventory": {device: used - 1}})
+    edited = spec_plan.model_copy(update={"workload": spec_plan.workload.model_copy(update={"constraints": cons})})
+    result = verify_plan(edited, catalog)
+    assert {name for name, ok in result.checks.items() if not ok} == {"inventory"}
+    assert result.max_violation == 1.0 and result.messages == (f"{device}: {used} devices > inventory {used - 1}",)

@@ -7,6 +7,9 @@ variables), which fail.
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import planner
 from planner.solvers.base import SolveResult, Termination
 from planner.solvers.ortools_backend import OrtoolsBackend
 
@@ -21,6 +24,12 @@ class Failing:
 
     def solve(self, model, options):
         return SolveResult(self.termination, self.name, "fixed", message=REASON)
+
+
+class Located(Failing):
+    """Fails every solve; its name is the directory its process imported ``planner`` from."""
+
+    name = str(Path(planner.__file__).resolve().parent)
 
 
 class Unbounded(Failing):
@@ -38,4 +47,14 @@ class FailsDiagnosis(OrtoolsBackend):
     def solve(self, model, options):
         if any(name.startswith("slack_") for name in model.blocks):
             return SolveResult(Termination.ERROR, self.name, "scip", message=REASON)
+        return super().solve(model, options)
+
+
+class TieBreakFindsNothing(OrtoolsBackend):
+    """OR-Tools, except that the max_goodput power tie-break (λ bounded below) stops on its time limit with no
+    incumbent."""
+
+    def solve(self, model, options):
+        if "scale" in model.blocks and model.var_lb[model.blocks["scale"]][0] > 0:
+            return SolveResult(Termination.TIME_LIMIT, self.name, "scip", message="time limit, no incumbent")
         return super().solve(model, options)

@@ -120,3 +120,16 @@ def test_mixed_agents_is_proven_optimal(catalog, solver):
     assert plan.status == "optimal" and plan.solver.gap is not None and plan.solver.gap <= 1e-4
     assert plan.verification.ok
     assert np.isfinite(plan.goodput_scale) and plan.goodput_scale > 10
+
+
+def test_a_bracket_the_first_probe_closes_takes_one_probe():
+    # chat and code at 1 req/s each, prefill on A and decode on C (2 req/s and 1 kW each), 4 kW: λ = 2 needs one A
+    # and one C per class (4 kW), and the LP relaxation says the same (2λ kW ≤ 4): the first probe at λ = 2 is
+    # feasible and serves exactly 2, so the bracket [2, 2] is closed after one probe
+    cands = [candidate(k, role, dev, 2.0, 1000.0) for k in ("chat", "code") for role, dev in (("prefill", "a"), ("decode", "c"))]
+    split = decompose.solve(workload({"chat": 1.0, "code": 1.0}, 4.0), units_for(["chat", "code"]), cands, "ortools",
+                            SolveOptions(time_limit_s=30, relative_gap=1e-6))
+    assert split.probes == 1
+    first, second = split.results
+    assert -first.objective == pytest.approx(2.0) and -first.bound == pytest.approx(2.0)
+    assert second.objective == pytest.approx(4.0)  # kW at λ = 2: every replica is needed

@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
 from planner.solvers import SolveOptions, Termination, get_backend
-from planner.solvers.isolated import IsolatedBackend
+import planner
+from planner.solvers.isolated import Child, IsolatedBackend
 from tests.api.apitest import REPO
 
 SEQUENCE = """
@@ -86,3 +88,17 @@ def test_a_child_that_crashes_answers_an_error_result_and_is_replaced(tiny):
     assert second.termination is Termination.ERROR
     backend._pool.close()
 
+
+
+def test_a_child_imports_the_parents_planner_from_any_directory(tmp_path, monkeypatch):
+    """The child runs ``python -m planner.solvers.isolated`` with the parent's source tree first on its path, so
+    it imports the same ``planner`` (and finds the target) wherever the parent runs and whatever it has installed."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("PYTHONPATH", raising=False)
+    # under a mutation run's tracing (mutmut), a child would look for mutmut's configuration in this directory
+    monkeypatch.delenv("MUTANT_UNDER_TEST", raising=False)
+    child = Child("tests.solvers.fixed:Located")
+    try:
+        assert child.hello["name"] == str(Path(planner.__file__).resolve().parent)
+    finally:
+        child.close()

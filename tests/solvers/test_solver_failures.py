@@ -89,3 +89,12 @@ def test_the_cli_says_the_solver_failed_in_one_line_and_exits_1(monkeypatch):
     assert result.exit_code == 1, (result.exception, result.stdout)
     assert result.stderr.strip().splitlines() == [f"error: the solver failed (fixed/fixed): {REASON}"]
     assert result.stdout == ""  # no plan printed, not even an infeasible one
+
+
+def test_a_tie_break_that_finds_nothing_keeps_the_first_stages_plan(catalog, monkeypatch):
+    plain = plan_workload(chat(), catalog, QUICK)
+    monkeypatch.setitem(BACKENDS, "fixed", "tests.solvers.fixed:TieBreakFindsNothing")
+    kept = plan_workload(chat(), catalog, dataclasses.replace(QUICK, solver="fixed"))
+    assert kept.status == "optimal" and kept.goodput_scale == pytest.approx(plain.goodput_scale, rel=1e-9)
+    assert kept.totals.power_kw >= plain.totals.power_kw - 1e-9  # not power-minimised, but the same traffic
+    assert kept.verification.ok

@@ -92,3 +92,20 @@ def test_dominated_candidates_are_pruned():
     other_type = candidate("chat", "decode", "y", 5.0, 900.0)
     kept = prune_dominated([strong, weak, other_type], workload)
     assert strong in kept and other_type in kept and weak not in kept
+
+
+def test_each_decode_task_brings_the_work_of_one_request(catalog):
+    # chat: 2000 prompt tokens (25% cached), 500 output tokens; spec_decode drafts k = 4 at acceptance 0.8
+    spec, _ = _graph(catalog, _workload(["spec_decode"], **SPEC))
+    rounds = 500 / ((1 - 0.8**5) / 0.2)  # 500 tokens at 1 + 0.8 + … + 0.8⁴ per round
+    verify, draft = spec.nodes["chat/spec_decode/verify"], spec.nodes["chat/spec_decode/draft"]
+    assert (verify["prefill_tokens"], verify["cached_tokens"], verify["decode_tokens"]) == (0, 0, 500)
+    assert draft["decode_tokens"] == pytest.approx(4 * rounds) and draft["rounds"] == pytest.approx(rounds)
+    accepted = spec.edges["chat/spec_decode/verify", "chat/spec_decode/draft"]
+    drafts = spec.edges["chat/spec_decode/draft", "chat/spec_decode/verify"]
+    assert accepted["kind"] == "accepted_tokens" and accepted["bytes_per_request"] == 500 * 4.0  # a 4-byte id per token
+    assert drafts["bytes_per_request"] == pytest.approx(4 * rounds * 4.0) and drafts["transfers_per_request"] == pytest.approx(rounds)
+    moe, _ = _graph(catalog, _workload(["af_disagg"], model="qwen3-235b-a22b"))
+    for task in ("attention", "ffn"):
+        node = moe.nodes[f"chat/af_disagg/{task}"]
+        assert (node["prefill_tokens"], node["cached_tokens"], node["decode_tokens"], node["unit"]) == (0, 0, 500, "decode")

@@ -57,3 +57,10 @@ def test_the_cli_and_a_rest_plan_job_read_the_same_stated_options_alike(monkeypa
                            sensitivity=SensitivityOptions(delta=0.3), simulate=SimulationOptions())
     assert seen == [expected] and job.options() == expected
     assert job.options(0.5).time_limit_s == pytest.approx(3.5)
+
+
+def test_a_baseline_solves_to_the_looser_gap_and_the_shorter_limit():
+    looser = PlanOptions(time_limit_s=5.0, relative_gap=1e-4, baseline_gap=5e-3, baseline_time_limit_s=2.0).for_baseline()
+    assert (looser.time_limit_s, looser.relative_gap) == (2.0, 5e-3)
+    already = PlanOptions(time_limit_s=1.0, relative_gap=0.01, baseline_gap=5e-3, baseline_time_limit_s=2.0).for_baseline()
+    assert (already.time_limit_s, already.relative_gap) == (1.0, 0.01)  # never longer or tighter than the plan's own

@@ -84,3 +84,18 @@ def test_verify_recomputes_each_pool_at_its_own_dtype(plans, catalog_module, dty
 def test_a_single_dtype_plan_has_no_pool_dtypes(plans):
     assert all(p.dtype is None for p in plans["fp8"].pools)
     assert all("@" not in route for route in plans["fp8"].classes[0].strategy_shares)
+
+
+def test_the_workbook_says_the_pools_choose_their_dtype(plans, catalog_module, tmp_path):
+    import openpyxl
+
+    from planner.export.workbook import write_plan_workbook
+
+    path = tmp_path / "plan.xlsx"
+    write_plan_workbook(plans["both"], catalog_module, path)
+    summary = openpyxl.load_workbook(path)["Summary"]
+    model = next(row[1] for row in summary.iter_rows(values_only=True) if row[0] == "Model")
+    assert model == "llama-3.3-70b (weights per pool: fp8, bf16; KV cache each dtype’s default)"
+    pools = openpyxl.load_workbook(path)["Pools"]
+    routes = {row[1] for row in pools.iter_rows(min_row=2, values_only=True) if row[2] in ("prefill", "decode", "aggregated")}
+    assert routes and routes <= {"pd_disagg@fp8", "aggregated@fp8"}

@@ -323,7 +323,8 @@ def _write_facts(ws, style, plan: Plan, source: str, row: int) -> int:
                    else "; ".join(plan.verification.messages))
     facts = [
         ("Plan file", source or "-"),
-        ("Model", f"{w.model} (weights {w.dtype}, KV cache {w.kv_dtype or default_kv_dtype(w.dtype)})"),
+        ("Model", f"{w.model} (weights {w.dtype}, KV cache {w.kv_dtype or default_kv_dtype(w.dtype)})" if not w.dtypes
+         else f"{w.model} (weights per pool: {', '.join(w.dtypes)}; KV cache {w.kv_dtype or 'each dtype’s default'})"),
         ("Workload", f"{len(w.classes)} classes: " + ", ".join(c.name for c in w.classes)),
         ("Strategies allowed", ", ".join(w.strategies)),
         ("Objective", plan.objective),

@@ -194,15 +194,16 @@ def better(workload: Workload, solved: Solved, apart: Solved) -> Solved:
     as much for less (a tie-break cut short must not end worse than where it started); the stages keep the full
     MILP's first stage, whose gap bounds both."""
     def key(s: Solved) -> tuple[float, float]:  # larger is better
-        if not s.result.has_solution:
-            return -np.inf, -np.inf
         f = fleet_figures(workload, s)
         spent = f["cost_usd_per_hour"] if workload.objective == "min_cost" else f["power_kw"]
         return (s.scale if workload.objective in GOODPUT_OBJECTIVES else 0.0), -spent
+    kept = replace(apart, stages=solved.stages[:1] + apart.stages[1:], time_s=solved.time_s)
+    if not solved.result.has_solution:
+        return kept
     mine, theirs = key(solved), key(apart)
-    scale_tie = theirs[0] >= mine[0] - 1e-9 * max(1.0, abs(mine[0]))
-    if theirs[0] > mine[0] + 1e-9 * max(1.0, abs(mine[0])) or (scale_tie and theirs[1] > mine[1] + 1e-9 * max(1.0, abs(mine[1]))):
-        return replace(apart, stages=solved.stages[:1] + apart.stages[1:], time_s=solved.time_s)
+    close = [1e-9 * max(1.0, abs(v)) for v in mine]
+    if theirs[0] > mine[0] + close[0] or (theirs[0] >= mine[0] - close[0] and theirs[1] > mine[1] + close[1]):
+        return kept
     return solved
 
 

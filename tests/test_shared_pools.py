@@ -229,3 +229,22 @@ def test_no_shared_prefill_candidate_where_no_utilisation_meets_the_ttft(catalog
     graph = task_graph.build_task_graph(workload, ModelProfile.of(catalog.model(workload.model), "bf16", workload.kv_dtype), None)
     candidates, _ = generate_candidates(workload, catalog, graph)
     assert [c for c in candidates if c.role == "prefill"] == []
+
+
+def test_with_shared_pools_the_plan_is_never_worse_than_the_class_by_class_one(catalog, monkeypatch):
+    """The full MILP starts from the class-by-class plan; when it finds nothing (here: made to), that plan is the
+    answer, with the full MILP's own status."""
+    import planner.optimize as optimize
+    from planner.solvers.base import SolveResult
+
+    real = optimize.solve_first_stage
+
+    def finds_nothing(workload, units, candidates, options, exclude_mixes=(), start_from=None):
+        solved = real(workload, units, candidates, options, exclude_mixes, start_from)
+        empty = SolveResult(Termination.TIME_LIMIT, "ortools", "scip", message="made to find nothing")
+        return optimize.Solved(candidates, solved.model, empty, (empty,), solved.time_s)
+
+    monkeypatch.setattr(optimize, "solve_first_stage", finds_nothing)
+    plan = plan_workload(two_apps(True), catalog, PlanOptions(baseline=False))
+    assert plan.status == "time_limit" and plan.verification.ok
+    assert plan.totals.devices_by_type == {"h100-sxm": 4}  # the class-by-class plan's fleet

@@ -248,3 +248,41 @@ def test_with_shared_pools_the_plan_is_never_worse_than_the_class_by_class_one(c
     plan = plan_workload(two_apps(True), catalog, PlanOptions(baseline=False))
     assert plan.status == "time_limit" and plan.verification.ok
     assert plan.totals.devices_by_type == {"h100-sxm": 4}  # the class-by-class plan's fleet
+
+
+def test_the_replay_prices_a_shared_pool_at_its_slowest_class():
+    """As the plan does: the longest prompt for prefill, the longest mean context for decode."""
+    from planner.schema import Pool, RequestClass
+    from planner.simulate.run import slowest
+
+    def rc(name, isl, osl, hit=0.0):
+        return RequestClass.model_validate({"name": name, "rate_rps": 1, "input_tokens": isl, "output_tokens": osl,
+                                            "prefix_cache_hit": hit, "slo": {"ttft_ms": 1000, "tpot_ms": 50}})
+
+    short, long_prompt, long_answer = rc("a", 1000, 100), rc("b", 6000, 100), rc("c", 500, 12000)
+    fields = dict(class_name="a", strategy="pd_disagg", device="h100-sxm", tp=1, batch=8, replicas=1, devices=1,
+                  devices_by_type={"h100-sxm": 1}, power_kw=1.0, cost_usd_per_hour=1.0, capex_usd=1.0, utilization=0.5,
+                  utilization_cap=0.9, capacity_rps=1.0, served_rps=1.0, ttft_ms=None, tpot_ms=None, limited_by="slo")
+    prefill, decode = Pool(role="prefill", **fields), Pool(role="decode", **fields)
+    assert slowest(prefill, [short, long_prompt, long_answer]).name == "b"
+    assert slowest(decode, [short, long_prompt, long_answer]).name == "c"  # 500 + 6,000 over 6,000 + 50
+    assert slowest(decode, [short]) is short
+
+
+def test_lp_rounding_gives_a_point_when_the_lp_uses_shared_replicas():
+    """The rounding covers demand with the classes' own replicas (shared shares zeroed with their replicas), so a
+    model whose LP leans on a shared replica still gets a feasible starting point."""
+    from planner.milp.rounding import relaxed, rounded_solution
+    from planner.solvers.base import SolveOptions as Options
+
+    work = synthetic({"a": 1.0, "b": 1.0}, 100.0)
+    cands = [candidate(k, role, role[0], 4.0, 500.0) for k in ("a", "b") for role in ("prefill", "decode")]
+    cands.append(shared_candidate([("a", 10.0, 0.020), ("b", 10.0, 0.030)], tpot_ms=40.0, power_w=300.0))
+    model = build_model(work, units_for(["a", "b"]), cands, BuildOptions(objective="max_goodput"))
+    lp = get_backend("ortools").solve(relaxed(model), Options(time_limit_s=10))
+    assert lp.x[model.blocks["x"]].sum() > 0  # the LP uses the cheap shared replica
+    point = rounded_solution(model, lp.x)
+    assert point is not None and model.max_violation(point) <= 1e-6
+    # own replicas alone: per unit of scale each class needs 1/4 of a 500 W prefill and of a 500 W decode replica,
+    # 500 W for both classes, so the 100 kW budget covers a scale of 200 (not a point at scale 0)
+    assert point[model.blocks["scale"]][0] == pytest.approx(200.0)

@@ -99,7 +99,7 @@ POSTGRES_URL = os.environ.get("SILICONMIX_TEST_POSTGRES_URL")
 def test_postgresql_end_to_end(make_settings):
     engine = create_db_engine(POSTGRES_URL)
     with engine.begin() as connection:  # a clean database: the test owns it
-        connection.execute(text("DROP TABLE IF EXISTS plan_jobs, studies, plans, alembic_version"))
+        connection.execute(text("DROP TABLE IF EXISTS simulations, plan_jobs, studies, plans, alembic_version"))
     settings = make_settings(database_url=POSTGRES_URL)
     with serve(settings) as http:
         assert http.get("/readyz").json()["checks"]["database"]["detail"] == "postgresql reachable and writable"

@@ -32,9 +32,10 @@ def unserved_classes(workload: Workload, candidates: list[Candidate], graph_unit
 
 
 def slo_shortfalls(workload: Workload, catalog: Catalog, class_names: list[str]) -> list[SloShortfall]:
-    """For each unserved class: the best TTFT (1-prompt prefill) and TPOT (batch-1 decode) any device reaches."""
+    """For each unserved class: the best TTFT (1-prompt prefill) and TPOT (batch-1 decode) any device reaches, at any
+    weights dtype the workload allows."""
     costs = RooflineModel(catalog)
-    model = costs.profile(workload.model, workload.dtype, workload.kv_dtype)
+    models = {d: costs.profile(workload.model, d, workload.kv_dtype) for d in workload.allowed_dtypes}
     out = []
     devices = workload.constraints.devices or tuple(catalog.devices)
     for rc in workload.classes:
@@ -42,9 +43,9 @@ def slo_shortfalls(workload: Workload, catalog: Catalog, class_names: list[str])
             continue
         best = {"ttft_ms": (np.inf, None), "tpot_ms": (np.inf, None)}
         new = rc.input_tokens * (1 - rc.prefix_cache_hit)
-        for device_id in devices:
+        for device_id, (dtype, model) in ((d, m) for d in devices for m in models.items()):
             try:
-                silicon = costs.silicon(device_id, workload.dtype)
+                silicon = costs.silicon(device_id, dtype)
             except UnsupportedDtype:
                 continue
             for n in silicon.device_counts(model.weights_bytes):

@@ -99,3 +99,18 @@ def test_the_workbook_says_the_pools_choose_their_dtype(plans, catalog_module, t
     pools = openpyxl.load_workbook(path)["Pools"]
     routes = {row[1] for row in pools.iter_rows(min_row=2, values_only=True) if row[2] in ("prefill", "decode", "aggregated")}
     assert routes and routes <= {"pd_disagg@fp8", "aggregated@fp8"}
+
+
+def test_an_unreachable_slo_is_diagnosed_at_the_fastest_dtype_allowed(catalog_module):
+    """The best TPOT a diagnosis reports is the best over every allowed dtype: with bf16 and fp8 allowed, the fp8
+    figure (half the weight bytes a batch-1 step reads), not bf16's."""
+    from planner.diagnose import slo_shortfalls
+
+    def best_tpot(workload):
+        tight = workload.model_copy(update={"classes": (workload.classes[0].model_copy(
+            update={"slo": workload.classes[0].slo.model_copy(update={"tpot_ms": 0.1})}),)})
+        (shortfall,) = [s for s in slo_shortfalls(tight, catalog_module, ["chat"]) if s.slo == "tpot_ms"]
+        return shortfall.best_ms
+
+    both, fp8, bf16 = best_tpot(chat(dtypes=["bf16", "fp8"])), best_tpot(chat(dtype="fp8")), best_tpot(chat(dtype="bf16"))
+    assert both == pytest.approx(fp8) and fp8 < bf16

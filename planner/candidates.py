@@ -20,7 +20,7 @@ from planner.graph import build_task_graph, strategies_of, units
 from planner.perf.model import CostModel, RooflineModel, Silicon, UnsupportedDtype
 from planner.schema import STRATEGIES, Workload
 from planner.strategies import strategy
-from planner.strategies.base import Candidate, CandidateOptions, Pricing  # noqa: F401  (the candidate types)
+from planner.strategies.base import Candidate, CandidateOptions, Pricing, profiles  # noqa: F401  (the candidate types)
 
 
 #: candidates compared at once against all others when pruning (bounds the comparison arrays' memory)
@@ -44,12 +44,11 @@ def generate_candidates(workload: Workload, catalog: Catalog, graph: nx.DiGraph,
     notes: list[str] = []
     for dtype in workload.allowed_dtypes:
         view = workload.at_dtype(dtype)
-        model = costs.profile(view.model, dtype, view.kv_dtype)
+        model, draft = profiles(costs, view)
         unusable = [s for s in view.strategies if not strategy(s).applies(model)]
         if unusable:
             raise StrategyError(f"strategies: {', '.join(unusable)} needs an MoE model ({view.model} is dense); "
                                 f"allowed for it: {', '.join(s for s in STRATEGIES if strategy(s).applies(model))}")
-        draft = costs.profile(view.spec_decode.draft_model, dtype, view.kv_dtype) if view.spec_decode is not None else None
         silicon, skipped = _silicon(view, catalog, costs)
         notes.extend(skipped)
         at = graph if dtype == workload.dtype else build_task_graph(view, model, draft)  # KV sizes follow the dtype

@@ -59,6 +59,7 @@ from planner.sensitivity import SensitivityOptions, analyse
 from planner.simulate import SimulationOptions, SimulationStopped, simulate_plan
 from planner.solvers.base import SolveOptions, SolveResult, Termination, check_outcome, get_backend
 from planner.solvers.cancel import SolveCancelled, current_token
+from planner.strategies.base import profiles
 from planner.units import WATTS_PER_KW
 from planner.verify import verify_plan
 
@@ -309,11 +310,7 @@ class Priced:
 
 def price_workload(workload: Workload, catalog: Catalog, options: PlanOptions, costs: RooflineModel) -> Priced:
     """Graph → candidates for ``workload``."""
-    model = costs.profile(workload.model, workload.dtype, workload.kv_dtype)
-    draft = None
-    if workload.spec_decode is not None:
-        draft = costs.profile(workload.spec_decode.draft_model, workload.dtype, workload.kv_dtype)
-    graph = task_graph.build_task_graph(workload, model, draft)
+    graph = task_graph.build_task_graph(workload, *profiles(costs, workload))
     priced, _ = generate_candidates(with_reference_device(workload), catalog, graph, options.candidates, costs)
     allowed = set(workload.constraints.devices or catalog.devices)
     dtypes = workload.dtypes or (None,)  # each allowed dtype is its own route through each strategy

@@ -22,7 +22,7 @@ from planner.plan import device_dtypes
 from planner.queueing import UTILIZATION_CAP
 from planner.schema import Plan, Pool, Verification, strategy_of
 from planner.strategies import strategy
-from planner.strategies.base import REL_TOL, CandidateOptions, Checking, partner_count
+from planner.strategies.base import REL_TOL, CandidateOptions, Checking, partner_count, profiles
 from planner.units import WATTS_PER_KW
 
 
@@ -134,9 +134,7 @@ def verify_plan(plan: Plan, catalog: Catalog, options: CandidateOptions = Candid
 
 def checking_at(workload, options: CandidateOptions, costs) -> Checking:
     """What a re-check of a pool at ``workload.dtype`` recomputes with."""
-    model = costs.profile(workload.model, workload.dtype, workload.kv_dtype)
-    draft = costs.profile(workload.spec_decode.draft_model, workload.dtype, workload.kv_dtype) if workload.spec_decode else None
-    return Checking(workload, model, draft, options, costs)
+    return Checking(workload, *profiles(costs, workload), options, costs)
 
 
 def pool_devices(pool: Pool) -> dict[str, int]:

@@ -21,7 +21,7 @@ from planner.simulate.outcome import Simulation, SimulationOptions
 from planner.simulate.service import PrefillService, ServiceContext, SimulationError, StepService, service_for
 from planner.simulate.summary import summarize
 from planner.simulate.traffic import arrival_times, served_by_class
-from planner.strategies.base import mean_context, prompt_tokens
+from planner.strategies.base import mean_context, profiles, prompt_tokens
 from planner.units import ms_to_s
 
 
@@ -65,8 +65,7 @@ def simulate_plan(plan: Plan, costs: CostModel, options: SimulationOptions = Sim
 
 def context_at(workload: Workload, costs: CostModel, chunk_tokens: int) -> ServiceContext:
     """Service times of pools at ``workload.dtype``."""
-    draft = costs.profile(workload.spec_decode.draft_model, workload.dtype, workload.kv_dtype) if workload.spec_decode else None
-    return ServiceContext(workload, costs.profile(workload.model, workload.dtype, workload.kv_dtype), draft, costs, chunk_tokens)
+    return ServiceContext(workload, *profiles(costs, workload), costs, chunk_tokens)
 
 
 def _run(env: simpy.Environment, horizon: float, outstanding: Outstanding, should_stop: Callable[[], bool]) -> None:

@@ -159,6 +159,13 @@ class Recheck:
     note: str
 
 
+def profiles(costs: CostModel, workload: Workload) -> tuple[ModelProfile, ModelProfile | None]:
+    """The workload's model and its draft model (None without speculative decoding) at ``workload.dtype``."""
+    draft = workload.spec_decode.draft_model if workload.spec_decode is not None else None
+    return (costs.profile(workload.model, workload.dtype, workload.kv_dtype),
+            costs.profile(draft, workload.dtype, workload.kv_dtype) if draft else None)
+
+
 # ------------------------------------------------------------------------------------------ tasks
 def node_id(class_name: str, strategy: str, task: str) -> str:
     return f"{class_name}/{strategy}/{task}"

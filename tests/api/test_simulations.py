@@ -45,15 +45,22 @@ def test_simulate_a_stored_plan_202_then_done_as_the_library_answers(make_settin
         assert http.delete(location).status_code == 409  # over: nothing to cancel
 
 
+def held(jobs) -> threading.Event:
+    """Hold every simulation ``jobs`` starts until it is told to stop (bounded: 60 s); the event is set once one is
+    held."""
+    reached = threading.Event()
+
+    def hold(_sim_id: str, stop: threading.Event) -> None:
+        reached.set()
+        stop.wait(60)  # bounded; a DELETE or the server's stop sets it
+
+    jobs.at_start = hold
+    return reached
+
+
 def test_cancel_a_running_simulation(make_settings):
     with serve_app(make_settings()) as (http, app):
-        reached = threading.Event()
-
-        def hold(_sim_id: str, stop: threading.Event) -> None:
-            reached.set()
-            stop.wait(60)  # bounded; the DELETE sets it
-
-        app.state.services.simulations.at_start = hold
+        reached = held(app.state.services.simulations)
         plan_id, _ = a_plan(http)
         location = http.post(f"/v1/plans/{plan_id}/simulate", json={}).headers["location"]
         assert reached.wait(60)
@@ -80,14 +87,8 @@ def test_bad_requests_name_what_was_wrong(client):
 
 def test_a_server_stop_fails_the_running_simulation(make_settings):
     with serve_app(make_settings()) as (http, app):
-        reached = threading.Event()
-
-        def hold(_sim_id: str, stop: threading.Event) -> None:
-            reached.set()
-            stop.wait(60)  # bounded; the stop sets it
-
         jobs = app.state.services.simulations
-        jobs.at_start = hold
+        reached = held(jobs)
         plan_id, _ = a_plan(http)
         sim_id = http.post(f"/v1/plans/{plan_id}/simulate", json={}).json()["id"]
         assert reached.wait(60)

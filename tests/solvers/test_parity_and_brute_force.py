@@ -60,6 +60,14 @@ def test_tiny_instance_matches_enumeration(tiny, backend, engine):
     assert max_scale(wl, units, cands, backend, engine) == pytest.approx(10.0, rel=1e-9)
 
 
+def capped_at(model, replicas: int):
+    """``model`` with at most ``replicas`` of each candidate: the enumeration's cap, so every example compares."""
+    n = model.blocks["n"]
+    var_ub = model.var_ub.copy()
+    var_ub[n] = np.minimum(var_ub[n], replicas)
+    return dataclasses.replace(model, var_ub=var_ub)
+
+
 @st.composite
 def instances(draw):
     classes = {f"k{i}": draw(st.floats(0.5, 3.0)) for i in range(draw(st.integers(1, 2)))}
@@ -78,12 +86,9 @@ def test_random_tiny_instances_match_enumeration(instance):
     wl, units, cands = instance
     replicas = 4 if len(cands) <= 4 else 3
     expected = brute_force_scale(wl, cands, replicas)
-    # the enumeration is capped at `replicas` per candidate: give the MILP the same cap, so every example compares
     model = build_model(wl, units, cands, BuildOptions(objective="max_goodput"))
     n = model.blocks["n"]
-    var_ub = model.var_ub.copy()
-    var_ub[n] = np.minimum(var_ub[n], replicas)
-    capped = dataclasses.replace(model, var_ub=var_ub)
+    capped = capped_at(model, replicas)
     result = get_backend("ortools").solve(capped, EXACT)
     assert result.termination is Termination.OPTIMAL, result
     uncapped = get_backend("ortools").solve(model, EXACT)
@@ -212,10 +217,7 @@ def test_random_shared_pool_instances_match_enumeration(instance):
     replicas = 3
     expected = brute_force_shared_scale(wl, cands, replicas)
     model = build_model(wl, units, cands, BuildOptions(objective="max_goodput"))
-    n = model.blocks["n"]
-    var_ub = model.var_ub.copy()
-    var_ub[n] = np.minimum(var_ub[n], replicas)
-    capped = dataclasses.replace(model, var_ub=var_ub)
+    capped = capped_at(model, replicas)
     for backend, engine in ENGINES:
         result = get_backend(backend).solve(capped, dataclasses.replace(EXACT, engine=engine))
         assert result.termination is Termination.OPTIMAL, result

@@ -11,7 +11,7 @@ nowhere else.
 from __future__ import annotations
 
 import heapq
-from collections import deque
+from collections import Counter, deque
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -180,6 +180,7 @@ class BatchReplica(Replica):
         self.service, self.rng = service, rng
         self.prefilling: deque[list] = deque()  # [request, prefill tokens left]
         self.running: list[tuple[int, int, Request]] = []  # heap of (finishing step, order, request)
+        self.by_class: Counter[str] = Counter()  # running sequences per class (a shared pool's steps follow the mix)
         self.step_no = 0
         self._order = 0
 
@@ -191,6 +192,7 @@ class BatchReplica(Replica):
             return
         self._order += 1
         heapq.heappush(self.running, (self.step_no + rounds, self._order, r))
+        self.by_class[r.cls] += 1
         self.running_count = len(self.running)
 
     def finish(self, r: Request) -> None:
@@ -231,7 +233,7 @@ class BatchReplica(Replica):
             carried = self.chunk() if self.prefilling else []
             tokens = sum(take for _, take in carried)
             priced = -(-tokens // PREFILL_QUANTUM) * PREFILL_QUANTUM
-            dt = s.step_s(len(self.running), priced)
+            dt = s.step_s(len(self.running), priced, self.by_class)
             t.busy_s += t.clipped(env.now, dt)
             yield env.timeout(dt)
             self.advance()
@@ -245,7 +247,9 @@ class BatchReplica(Replica):
                     t.ttft_s.setdefault(r.cls, []).append((r.arrival, env.now - r.arrival))
                 self.start_decode(r)
             while self.running and self.running[0][0] <= self.step_no:
-                self.finish(heapq.heappop(self.running)[2])
+                r = heapq.heappop(self.running)[2]
+                self.by_class[r.cls] -= 1
+                self.finish(r)
             self.running_count = len(self.running)
 
     def warm_start(self, sequences: int, rounds: int) -> None:

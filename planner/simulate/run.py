@@ -94,6 +94,8 @@ def _start_pool(env, index: int, run: PoolRun, classes: dict[str, RequestClass],
         raise SimulationError(f"pools: {pool.class_name}/{pool.strategy}/{pool.role} serves unknown class {missing[0]!r}")
     lead = slowest(pool, [classes[name] for name in run.traffic])
     service = service_for(pool, lead, ctx)
+    if isinstance(service, StepService) and len(run.traffic) > 1:  # a shared decode pool steps at its running mix
+        service.by_class = {name: service_for(pool, classes[name], ctx) for name in run.traffic}
     count = pool.replicas if options.max_replicas is None else min(pool.replicas, options.max_replicas)
     for j in range(count):
         tally = Tally(horizon=options.duration_s, window_start=options.window_start_s)
@@ -112,8 +114,8 @@ def _start_pool(env, index: int, run: PoolRun, classes: dict[str, RequestClass],
 
 def slowest(pool: Pool, served: list[RequestClass]) -> RequestClass:
     """The class a pool's service is priced at: its only one, or for a shared pool the one its pricing tier counts
-    every request at (the longest prompt for prefill, the longest mean context for decode), so a shared pool's
-    replay is, like its plan, priced at its slowest class."""
+    every request at (the longest prompt for prefill, as its plan prices it; for decode the longest mean context,
+    which its warm start runs at, while its steps follow the running mix of classes)."""
     if len(served) == 1:
         return served[0]
     if pool.role == "prefill":

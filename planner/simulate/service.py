@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Callable, Mapping
 
 import numpy as np
 
@@ -59,9 +59,16 @@ class StepService:
     chunk_tokens: int = 0  # prefill tokens a step may carry (0: a decode-only pool)
     draft_tokens: int = 0  # k of a speculative pool (0: one token a step)
     acceptance_rate: float = 0.0
+    #: a shared pool: each class's own step (its sequences' context); a step over a mix of classes is the
+    #: slot-weighted mean of theirs, as the plan prices it (planner/strategies/pd_disagg.price_shared)
+    by_class: dict[str, StepService] = field(default_factory=dict)
     _tables: dict[int, list[float]] = field(default_factory=dict, repr=False)
 
-    def step_s(self, running: int, prefill_tokens: int = 0) -> float:
+    def step_s(self, running: int, prefill_tokens: int = 0, counts: Mapping[str, int] | None = None) -> float:
+        """Seconds of a step over ``running`` sequences carrying ``prefill_tokens``; for a shared pool, over
+        ``counts`` sequences per class (a class it has no step of, such as a warm start's, at its own)."""
+        if self.by_class and counts and running:
+            return sum(n * self.by_class.get(k, self).step_s(running, prefill_tokens) for k, n in counts.items() if n) / running
         table = self._tables.get(prefill_tokens)
         if table is None:
             table = self._tables[prefill_tokens] = [float(x) for x in self.price(float(prefill_tokens))]

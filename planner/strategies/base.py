@@ -99,7 +99,8 @@ class Candidate:
         partner = f"+{self.partner_role}:{self.partner_device}x{self.partner_tp}" if self.partner_device else ""
         share = f"/{self.partner_share}" if self.partner_share > 1 else ""
         if self.mix:
-            return f"shared:{self.class_name}/{self.route}/{self.role}/{self.device}x{self.tp}#{self.batch}"
+            k = f"k{self.extra['draft_tokens']}" if "draft_tokens" in self.extra else ""
+            return f"shared:{self.class_name}/{self.route}/{self.role}/{self.device}x{self.tp}{partner}{share}#{self.batch}{k}"
         ep = f"ep{self.ep}" if self.ep > 1 else ""
         return f"{self.class_name}/{self.route}/{self.role}/{self.device}x{self.tp}{ep}{partner}{share}"
 

@@ -11,6 +11,8 @@ its memory, their token ids on its NICs); a candidate is one such group.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from planner.perf.model import expected_tokens_per_round, paged_kv_tokens, transfer_s
@@ -20,6 +22,7 @@ from planner.strategies.base import (
     TOKEN_ID_BYTES,
     Candidate,
     Checking,
+    ClassLoad,
     Pricing,
     Recheck,
     add_kv_edge,
@@ -30,12 +33,15 @@ from planner.strategies.base import (
     edge_bytes,
     mean_context,
     money,
+    node_id,
     partner_share,
     price_prefill,
+    price_shared_prefill,
     recheck_prefill,
+    recheck_shared_prefill,
     within,
 )
-from planner.units import s_to_ms
+from planner.units import ms_to_s, s_to_ms
 
 NAME = "spec_decode"
 UNITS = ("decode", "prefill")
@@ -81,84 +87,195 @@ def round_trips(batch, ks, target, n: int, layouts) -> np.ndarray:
     return np.where(remote[:, None, None], trips, 0.0)
 
 
+def draft_servers(ctx: Pricing, rc: RequestClass) -> list:
+    """Draft servers on other silicon: per device, the fewest devices that hold the draft, serving ``r`` targets'
+    ``r·b`` sequences for each ``r`` of ``partner_shares``: ``(device, nd, r, step over batches, KV fits)``. Their
+    step does not depend on the target."""
+    draft, costs, options = ctx.draft, ctx.costs, ctx.options
+    b = np.asarray(options.batches, dtype=float)
+    live = paged_kv_tokens(rc.input_tokens, rc.output_tokens)
+    shares = np.asarray(options.partner_shares, dtype=float)[:, None]
+    out = []
+    for d in ctx.silicon:
+        counts = d.device_counts(draft.weights_bytes, options.max_tp)
+        if not counts:
+            continue
+        nd = counts[0]
+        steps = costs.decode(draft, d, nd, shares * b, mean_context(rc)).total_s.reshape(len(shares), len(b))
+        kv = shares * b * draft.kv_bytes(live) * costs.kv_share(draft, d, nd).reshape(-1)
+        fits = kv <= d.kv_room_bytes(draft.weights_bytes / nd)
+        out.extend((d, nd, r, step, ok) for r, step, ok in zip(options.partner_shares, steps, fits))
+    return out
+
+
+@dataclass(frozen=True)
+class Rounds:
+    """One class's speculative rounds on ``n`` target devices of ``v``: per draft layout ``(drafter or None for
+    the target's own devices, nd, r, draft step, fits)``, per draft length ``k`` and batch, the verify step
+    (k × batch), the round trip and TPOT (layouts × k × batch), seconds."""
+
+    layouts: list
+    ks: np.ndarray
+    per_round: list[float]
+    verify: np.ndarray
+    rtt: np.ndarray
+    tpot: np.ndarray
+
+
+def rounds(ctx: Pricing, rc: RequestClass, v, n: int, remote: list) -> Rounds:
+    """``Rounds`` of class ``rc`` on ``n`` devices of ``v``, with its draft local or on one of ``remote``
+    (``draft_servers``; a server of the target's own type is left out)."""
+    model, draft, costs, spec = ctx.model, ctx.draft, ctx.costs, ctx.workload.spec_decode
+    b = np.asarray(ctx.options.batches, dtype=float)
+    c = mean_context(rc)
+    live = paged_kv_tokens(rc.input_tokens, rc.output_tokens)
+    target_kv = b * model.kv_bytes(live) * costs.kv_share(model, v, n).reshape(-1)
+    local_step = costs.decode(draft, v, n, b, c).total_s.reshape(-1)  # draft on the target's own devices
+    local_kv = b * draft.kv_bytes(live) * costs.kv_share(draft, v, n).reshape(-1)
+    layouts = [(None, n, 1, local_step, target_kv + local_kv <= v.kv_room_bytes(model.weights_bytes / n, draft.weights_bytes / n))]
+    target_fits = target_kv <= v.kv_room_bytes(model.weights_bytes / n)
+    layouts += [(d, nd, r, step, target_fits & draft_fits) for d, nd, r, step, draft_fits in remote if d.id != v.id]
+    ks = np.asarray(spec.draft_lengths)
+    per_round = [float(costs.expected_tokens_per_round(spec.acceptance_rate, int(k))) for k in ks]
+    verify = costs.decode(model, v, n, b[None, :], c, prefill_tokens=b[None, :] * ks[:, None]).total_s.reshape(len(ks), len(b))
+    steps = np.stack([step for _, _, _, step, _ in layouts])[:, None, :]
+    rtt = round_trips(b, ks, v, n, layouts)
+    return Rounds(layouts, ks, per_round, verify, rtt, costs.spec_tpot_s(steps, verify[None], ks[None, :, None], spec.acceptance_rate, rtt))
+
+
 def price(unit: str, ctx: Pricing, rc: RequestClass) -> list[Candidate]:
     """Verify+draft replicas: per target, each draft layout (on the target's devices, or on the fewest devices of
     another type that hold the draft), the draft length k (given, or the best of ``DRAFT_LENGTHS``) and batch
     with the most SLO-feasible capacity."""
     if unit == "prefill":
         return price_prefill(ctx, rc, NAME)
-    model, draft, costs, options = ctx.model, ctx.draft, ctx.costs, ctx.options
-    spec = ctx.workload.spec_decode
-    alpha = spec.acceptance_rate
+    model, costs, options = ctx.model, ctx.costs, ctx.options
     b = np.asarray(options.batches, dtype=float)
-    c = mean_context(rc)
-    live = paged_kv_tokens(rc.input_tokens, rc.output_tokens)
-    kv_in = edge_bytes(ctx.graph, rc.name, NAME, "prefill", "verify")
-    # a draft on other silicon runs on the fewest devices that hold it, serving r targets' r·b sequences;
-    # its step does not depend on the target
-    remote = []
-    shares = np.asarray(options.partner_shares, dtype=float)[:, None]
-    for d in ctx.silicon:
-        counts = d.device_counts(draft.weights_bytes, options.max_tp)
-        if not counts:
-            continue
-        nd = counts[0]
-        steps = costs.decode(draft, d, nd, shares * b, c).total_s.reshape(len(shares), len(b))  # every share at once
-        kv = shares * b * draft.kv_bytes(live) * costs.kv_share(draft, d, nd).reshape(-1)
-        fits = kv <= d.kv_room_bytes(draft.weights_bytes / nd)
-        remote.extend((d, nd, r, step, ok) for r, step, ok in zip(options.partner_shares, steps, fits))
+    remote = draft_servers(ctx, rc)
     out = []
     bills: dict = {}
-
-    def bill(parts):  # one group's devices, power and money, once per shape
-        key = tuple((s.id, k) for s, k in parts)
-        if key not in bills:
-            bills[key] = money(list(parts))
-        return bills[key]
-
     for v in ctx.silicon:
         for n in v.device_counts(model.weights_bytes, options.max_tp):
-            target_kv = b * model.kv_bytes(live) * costs.kv_share(model, v, n).reshape(-1)
-            network_rps = n * v.nic_bytes_s / kv_in if kv_in else np.inf
-            local_step = costs.decode(draft, v, n, b, c).total_s.reshape(-1)  # draft on the target's own devices
-            local_kv = b * draft.kv_bytes(live) * costs.kv_share(draft, v, n).reshape(-1)
-            layouts = [(None, n, 1, local_step, target_kv + local_kv <= v.kv_room_bytes(model.weights_bytes / n, draft.weights_bytes / n))]
-            target_fits = target_kv <= v.kv_room_bytes(model.weights_bytes / n)
-            layouts += [(d, nd, r, step, target_fits & draft_fits) for d, nd, r, step, draft_fits in remote if d.id != v.id]
-            ks = np.asarray(spec.draft_lengths)
-            per_round = [float(costs.expected_tokens_per_round(alpha, int(k))) for k in ks]
-            verify = costs.decode(model, v, n, b[None, :], c, prefill_tokens=b[None, :] * ks[:, None]).total_s.reshape(len(ks), len(b))
-            # every layout and draft length at once: layouts × k × batch
-            steps = np.stack([step for _, _, _, step, _ in layouts])[:, None, :]
-            rtt = round_trips(b, ks, v, n, layouts)
-            tpot = costs.spec_tpot_s(steps, verify[None], ks[None, :, None], alpha, rtt)
-            choices = decode_choices(rc, tpot, np.stack([fits for *_, fits in layouts]), b, network_rps)
-            for (d, nd, r, step, _), choice, rows, trips in zip(layouts, choices, tpot, rtt):
+            g = rounds(ctx, rc, v, n, remote)
+            network = network_rps(ctx, rc, v, n)
+            choices = decode_choices(rc, g.tpot, np.stack([fits for *_, fits in g.layouts]), b, network)
+            for layout, choice, rows, trips in zip(g.layouts, choices, g.tpot, g.rtt):
                 if choice is None:
                     continue
                 row, i, capacity, limited = choice
-                k = int(ks[row])
-                round_s = costs.spec_round_s(step[i], k, verify[row, i], trips[row, i])
-                out.append(Candidate(
-                    class_name=rc.name, strategy=NAME, role="decode", device=v.id, tp=n, batch=int(b[i]),
-                    **bill(((v, n),) if d is None else ((v, r * n), (d, nd))), capacity_rps=r * capacity,
-                    utilization_cap=DECODE_UTILIZATION, ttft_ms=None, tpot_ms=s_to_ms(float(rows[row, i])),
-                    limited_by=limited, partner_device=None if d is None else d.id, partner_tp=None if d is None else nd,
-                    partner_role=None if d is None else "draft", partner_share=r,
-                    extra={"draft_tokens": k, "tokens_per_round": per_round[row], "round_ms": s_to_ms(float(round_s))},
-                ))
+                out.append(_candidate(rc.name, v, n, int(b[i]), layout, int(g.ks[row]), g.per_round[row],
+                                      costs.spec_round_s(layout[3][i], int(g.ks[row]), g.verify[row, i], trips[row, i]),
+                                      bills, capacity_rps=layout[2] * capacity, tpot_ms=s_to_ms(float(rows[row, i])),
+                                      limited_by=limited))
     return out
+
+
+def _candidate(class_name: str, v, n: int, batch: int, layout, k: int, per_round: float, round_s, bills: dict,
+               **fields) -> Candidate:
+    """A verify+draft candidate: one group of ``r`` targets and their draft server (or one target drafting itself)."""
+    d, nd, r, *_ = layout
+    parts = ((v, n),) if d is None else ((v, r * n), (d, nd))
+    key = tuple((s.id, m) for s, m in parts)
+    if key not in bills:  # one group's devices, power and money, once per shape
+        bills[key] = money(list(parts))
+    return Candidate(
+        class_name=class_name, strategy=NAME, role="decode", device=v.id, tp=n, batch=batch, **bills[key],
+        utilization_cap=DECODE_UTILIZATION, ttft_ms=None, partner_device=None if d is None else d.id,
+        partner_tp=None if d is None else nd, partner_role=None if d is None else "draft", partner_share=r,
+        extra={"draft_tokens": k, "tokens_per_round": per_round, "round_ms": s_to_ms(float(round_s))}, **fields)
+
+
+def price_shared(ctx: Pricing) -> list[Candidate]:
+    """Verify+draft replicas shared by classes, tiered by TPOT SLO T as pd_disagg's decode replicas are (see
+    ``pd_disagg.price_shared``). A round over a mixed batch reads each sequence's own KV, target's and draft's; the
+    weights, the ``b·k`` verified tokens' compute and the token-id round trip are the batch's. So a mixed round is at
+    most the slot-weighted mean of each class's own round at that batch, and with one acceptance rate TPOT (round /
+    E[tokens per round]) is too: the share, tier and network rows of milp/build.py hold as they do for decode.
+    Per target device, tp, tier and member: the draft layout, k and batch with that member's most capacity, its
+    TPOT within T and every member's KV fitting; of the layouts, the one with the most capacity per $/h and the one
+    with the most per watt (a layout and draft length per shared pool, not all of them: the MILP chooses among
+    these). Shared prefill replicas too (``price_shared_prefill``)."""
+    model, options = ctx.model, ctx.options
+    classes = sorted((rc for rc in ctx.workload.classes if ctx.graph.has_node(node_id(rc.name, NAME, "verify"))),
+                     key=lambda rc: (rc.slo.tpot_ms, rc.name))
+    remote = {rc.name: draft_servers(ctx, rc) for rc in classes}
+    b = np.asarray(options.batches, dtype=float)
+    out, seen, bills = {}, set(), {}
+    for tier in classes:
+        members = [rc for rc in classes if rc.slo.tpot_ms >= tier.slo.tpot_ms]
+        names = tuple(rc.name for rc in members)
+        if len(members) < 2 or names in seen:
+            continue
+        seen.add(names)
+        for v in ctx.silicon:
+            for n in v.device_counts(model.weights_bytes, options.max_tp):
+                grid = [rounds(ctx, rc, v, n, remote[rc.name]) for rc in members]
+                fits = np.all([np.stack([ok for *_, ok in g.layouts]) for g in grid], axis=0)  # layouts × batch
+                shares = np.array([r for _, _, r, *_ in grid[0].layouts], dtype=float)[:, None, None]
+                for m, rc in enumerate(members):
+                    capacity = shares * b / (grid[m].tpot * rc.output_tokens)
+                    ok = fits[:, None, :] & (grid[m].tpot <= ms_to_s(tier.slo.tpot_ms))
+                    for pick in _picks(np.where(ok, capacity, -np.inf), grid[0].layouts, v, n):
+                        layout_index, row, i = pick
+                        layout = grid[0].layouts[layout_index]
+                        mix = tuple(ClassLoad(o.name, float(shares[layout_index, 0, 0] * b[i] / (g.tpot[pick] * o.output_tokens)),
+                                              float(g.tpot[pick]), shares[layout_index, 0, 0] * network_rps(ctx, o, v, n)) for o, g in zip(members, grid))
+                        c = _candidate(tier.name, v, n, int(b[i]), layout, int(grid[m].ks[row]), grid[m].per_round[row],
+                                       round_s_of(ctx, grid[m], layout_index, row, i), bills,
+                                       capacity_rps=mix[0].capacity_rps, tpot_ms=tier.slo.tpot_ms,
+                                       limited_by="slo.tpot_ms", mix=mix)
+                        out.setdefault(c.key, c)
+    return list(out.values()) + price_shared_prefill(ctx, NAME)
+
+
+def _picks(capacity: np.ndarray, layouts: list, v, n: int) -> set[tuple[int, int, int]]:
+    """Of ``capacity`` (layouts × k × batch, −inf where not allowed): per layout its best (k, batch); of those, the
+    layout with the most capacity per $/h and the one with the most per watt."""
+    best = []
+    for j, layout in enumerate(layouts):
+        flat = int(np.argmax(capacity[j]))
+        row, i = divmod(flat, capacity.shape[2])
+        if np.isfinite(capacity[j, row, i]):
+            d, nd, r, *_ = layout
+            bill = money([(v, n)] if d is None else [(v, r * n), (d, nd)])
+            best.append((capacity[j, row, i], bill["cost_usd_per_hour"], bill["power_w"], (j, row, i)))
+    if not best:
+        return set()
+    return {max(best, key=lambda t: t[0] / t[1] if t[1] > 0 else np.inf)[3], max(best, key=lambda t: t[0] / t[2])[3]}
+
+
+def round_s_of(ctx: Pricing, g: Rounds, layout: int, row: int, i: int) -> float:
+    """The round time (s) of layout ``layout``, draft length ``ks[row]`` and batch index ``i`` of ``g``."""
+    return float(ctx.costs.spec_round_s(g.layouts[layout][3][i], int(g.ks[row]), g.verify[row, i], g.rtt[layout, row, i]))
+
+
+def network_rps(ctx: Pricing, rc: RequestClass, v, n: int) -> float:
+    """Requests/s of class ``rc`` whose prompt KV ``n`` target devices' NICs take in (inf when nothing crosses)."""
+    kv_in = edge_bytes(ctx.graph, rc.name, NAME, "prefill", "verify")
+    return n * v.nic_bytes_s / kv_in if kv_in else float("inf")
 
 
 def recheck(pool: Pool, rc: RequestClass, check: Checking) -> Recheck:
     """A verify+draft pool: the round's TPOT from both models' steps, memory of target (and local draft) KV."""
+    if pool.serves is not None:
+        return recheck_shared_prefill(pool, check, NAME) if pool.role == "prefill" else recheck_shared(pool, check)
     if pool.role == "prefill":
         return recheck_prefill(pool, rc, check)
-    model, draft, costs = check.model, check.draft, check.costs
-    spec = check.workload.spec_decode
-    k, alpha = pool.draft_tokens or spec.draft_tokens, spec.acceptance_rate
+    k = pool.draft_tokens or check.workload.spec_decode.draft_tokens
     if k is None:
         return Recheck(False, False, 0.0, f"spec_decode on {pool.device}: the pool names no draft length")
+    tpot, fits = round_of(pool, rc, check, k)
+    return Recheck(within(tpot, rc.slo.tpot_ms) and close(s_to_ms(tpot), pool.tpot_ms), fits,
+                   pool.batch / (tpot * rc.output_tokens),
+                   f"spec_decode on {pool.device} (draft {pool.partner_device or 'local'}): recomputed TPOT "
+                   f"{s_to_ms(tpot):.2f} ms vs plan {pool.tpot_ms} ms")
+
+
+def round_of(pool: Pool, rc: RequestClass, check: Checking, k: int) -> tuple[float, bool]:
+    """TPOT (s) of class ``rc``'s sequences alone in ``pool``'s rounds of ``k`` drafts, and whether their target
+    and draft KV fit at the pool's batch."""
+    model, draft, costs = check.model, check.draft, check.costs
+    alpha = check.workload.spec_decode.acceptance_rate
     v = costs.silicon(pool.device, check.workload.dtype)
     n, b, c = pool.tp, pool.batch, mean_context(rc)
     live = paged_kv_tokens(rc.input_tokens, rc.output_tokens)
@@ -178,8 +295,29 @@ def recheck(pool: Pool, rc: RequestClass, check: Checking) -> Recheck:
                 and draft.weights_bytes / nd <= d.usable_weights_bytes
                 and draft_kv <= d.kv_room_bytes(draft.weights_bytes / nd))
         rtt = float(round_trip_s(b, k, v, n, d, nd, r))
-    tpot = float(costs.spec_tpot_s(step, verify, k, alpha, rtt))
-    return Recheck(within(tpot, rc.slo.tpot_ms) and close(s_to_ms(tpot), pool.tpot_ms), bool(fits),
-                   b / (tpot * rc.output_tokens),
-                   f"spec_decode on {pool.device} (draft {pool.partner_device or 'local'}): recomputed TPOT "
-                   f"{s_to_ms(tpot):.2f} ms vs plan {pool.tpot_ms} ms")
+    return float(costs.spec_tpot_s(step, verify, k, alpha, rtt)), bool(fits)
+
+
+def recheck_shared(pool: Pool, check: Checking) -> Recheck:
+    """A shared verify+draft pool: each class's TPOT τ_k alone at the pool's batch and draft length, the mix's
+    ``Σ y_k / Σ (y_k / τ_k)`` with ``y_k = served_k · τ_k · osl_k / b`` per target replica (equal to the plan's TPOT),
+    every class's KV fitting, the prompt KV within the targets' NICs, and requests/s per target replica at that mix."""
+    k = pool.draft_tokens
+    if k is None:
+        return Recheck(False, False, 0.0, f"shared spec_decode on {pool.device}: the pool names no draft length")
+    classes = {rc.name: rc for rc in check.workload.classes}
+    v = check.costs.silicon(pool.device, check.workload.dtype)
+    tpot, used, fits, kv = {}, {}, True, 0.0
+    for name, rps in pool.serves.items():
+        tpot[name], ok = round_of(pool, classes[name], check, k)
+        fits &= ok
+        used[name] = rps * tpot[name] * classes[name].output_tokens / pool.batch
+        kv += rps * check.model.kv_bytes(classes[name].input_tokens)
+    total = sum(used.values())
+    mix = total / sum(used[name] / tpot[name] for name in used) if total > 0 else tpot[pool.class_name]  # idle: its tier's
+    network_ok = kv <= pool.replicas * pool.tp * v.nic_bytes_s * (1 + 1e-9)
+    rate = sum(pool.serves.values()) / total if total > 0 else 0.0
+    return Recheck(close(s_to_ms(mix), pool.tpot_ms) and network_ok and close(total / pool.replicas, pool.utilization),
+                   fits, rate, f"shared spec_decode on {pool.device} (draft {pool.partner_device or 'local'}): recomputed "
+                   f"TPOT {s_to_ms(mix):.2f} ms vs plan {pool.tpot_ms} ms, utilisation {total / pool.replicas:.3f} vs "
+                   f"{pool.utilization:.3f}" + ("" if network_ok else ", KV hand-offs beyond its NICs"))

@@ -18,6 +18,7 @@ from planner.schema import Pool, RequestClass
 from planner.strategies.base import (
     Candidate,
     Checking,
+    ClassLoad,
     Pricing,
     Recheck,
     add_kv_edge,
@@ -28,12 +29,16 @@ from planner.strategies.base import (
     edge_bytes,
     mean_context,
     money,
+    node_id,
     partner_share,
     price_prefill,
+    price_shared_prefill,
+    recheck_mix,
     recheck_prefill,
+    recheck_shared_prefill,
     within,
 )
-from planner.units import s_to_ms
+from planner.units import ms_to_s, s_to_ms
 
 NAME = "af_disagg"
 UNITS = ("decode", "prefill")
@@ -65,43 +70,94 @@ def activation_link(a, na: int, f, nf: int, sharing: int = 1) -> tuple[float, fl
     return min(na * a.nic_bytes_s, nf * f.nic_bytes_s / sharing), max(a.nic_latency_s, f.nic_latency_s)
 
 
-def price(unit: str, ctx: Pricing, rc: RequestClass) -> list[Candidate]:
-    if unit == "prefill":
-        return price_prefill(ctx, rc, NAME)
-    model, costs, options = ctx.model, ctx.costs, ctx.options
-    attn, experts = attention_side(model), expert_side(model)
-    b = np.asarray(options.batches, dtype=float)
-    c = mean_context(rc)
-    live = paged_kv_tokens(rc.input_tokens, rc.output_tokens)
-    kv_in = edge_bytes(ctx.graph, rc.name, NAME, "prefill", "attention")
-    out = []
+def groups(ctx: Pricing):
+    """Every attention/expert group shape: ``(a, na, f, nf, r)``, ``na`` devices of ``a`` per attention replica, an
+    expert replica of ``nf`` devices of ``f`` (the fewest that hold the experts, and twice that) serving ``r``."""
+    attn, experts, options = attention_side(ctx.model), expert_side(ctx.model), ctx.options
     for a in ctx.silicon:
         for na in a.device_counts(attn.weights_bytes, options.max_tp):
-            kv = b * model.kv_bytes(live) * costs.kv_share(model, a, na).reshape(-1)
-            fits_a = kv <= a.kv_room_bytes(attn.weights_bytes / na)
             for f in ctx.silicon:
                 for nf, r in product(f.device_counts(experts.weights_bytes, options.max_tp)[:EXPERT_COUNTS],
                                      options.partner_shares):
-                    step = costs.af_decode(model, a, na, f, nf, b, c, *activation_link(a, na, f, nf, r), sharing=r).total_s.reshape(-1)
-                    choice = decode_choice(rc, step, fits_a, b, na * a.nic_bytes_s / kv_in if kv_in else np.inf)
-                    if choice is None:
-                        continue
-                    i, capacity, limited = choice
-                    parts = [(a, r * na), (f, nf)] if a.id != f.id else [(a, r * na + nf)]
-                    out.append(Candidate(
-                        class_name=rc.name, strategy=NAME, role="decode", device=a.id, tp=na, batch=int(b[i]),
-                        **money(parts), capacity_rps=r * capacity, utilization_cap=DECODE_UTILIZATION,
-                        ttft_ms=None, tpot_ms=s_to_ms(float(step[i])), limited_by=limited,
-                        partner_device=f.id, partner_tp=nf, partner_role="ffn", partner_share=r,
-                    ))
+                    yield a, na, f, nf, r
+
+
+def group_step(ctx: Pricing, rc: RequestClass, a, na: int, f, nf: int, r: int):
+    """The ping-pong step (s) of class ``rc``'s sequences on one attention replica of the group, over the batches."""
+    b = np.asarray(ctx.options.batches, dtype=float)
+    return ctx.costs.af_decode(ctx.model, a, na, f, nf, b, mean_context(rc), *activation_link(a, na, f, nf, r),
+                               sharing=r).total_s.reshape(-1)
+
+
+def attention_fits(ctx: Pricing, rc: RequestClass, a, na: int):
+    """Whether ``rc``'s paged KV fits beside the attention weights, over the batches."""
+    model = ctx.model
+    b = np.asarray(ctx.options.batches, dtype=float)
+    kv = b * model.kv_bytes(paged_kv_tokens(rc.input_tokens, rc.output_tokens)) * ctx.costs.kv_share(model, a, na).reshape(-1)
+    return kv <= a.kv_room_bytes(attention_side(model).weights_bytes / na)
+
+
+def network_rps(ctx: Pricing, rc: RequestClass, a, na: int) -> float:
+    """Requests/s of class ``rc`` whose prompt KV one attention replica's NICs take in (inf when nothing crosses)."""
+    kv_in = edge_bytes(ctx.graph, rc.name, NAME, "prefill", "attention")
+    return na * a.nic_bytes_s / kv_in if kv_in else float("inf")
+
+
+def _candidate(class_name: str, a, na: int, f, nf: int, r: int, batch: int, **fields) -> Candidate:
+    """One group: ``r`` attention replicas and the expert replica they share."""
+    parts = [(a, r * na), (f, nf)] if a.id != f.id else [(a, r * na + nf)]
+    return Candidate(class_name=class_name, strategy=NAME, role="decode", device=a.id, tp=na, batch=batch,
+                     **money(parts), utilization_cap=DECODE_UTILIZATION, ttft_ms=None, partner_device=f.id,
+                     partner_tp=nf, partner_role="ffn", partner_share=r, **fields)
+
+
+def price(unit: str, ctx: Pricing, rc: RequestClass) -> list[Candidate]:
+    if unit == "prefill":
+        return price_prefill(ctx, rc, NAME)
+    b = np.asarray(ctx.options.batches, dtype=float)
+    out = []
+    for a, na, f, nf, r in groups(ctx):
+        step = group_step(ctx, rc, a, na, f, nf, r)
+        choice = decode_choice(rc, step, attention_fits(ctx, rc, a, na), b, network_rps(ctx, rc, a, na))
+        if choice is None:
+            continue
+        i, capacity, limited = choice
+        out.append(_candidate(rc.name, a, na, f, nf, r, int(b[i]), capacity_rps=r * capacity,
+                              tpot_ms=s_to_ms(float(step[i])), limited_by=limited))
     return out
 
 
-def recheck(pool: Pool, rc: RequestClass, check: Checking) -> Recheck:
-    """An attention pool and its expert replicas: the ping-pong step with each expert replica serving
-    ``replicas / partner_replicas`` attention replicas, the attention side's KV, the expert side's weights."""
-    if pool.role == "prefill":
-        return recheck_prefill(pool, rc, check)
+def price_shared(ctx: Pricing) -> list[Candidate]:
+    """Attention replicas (and the expert replica of their group) shared by classes, tiered by TPOT SLO T as
+    pd_disagg's decode replicas are (see ``pd_disagg.price_shared``). The attention side reads each sequence's own
+    KV; the experts' work, the weights and the activations depend on the batch alone. So a mixed step is at most
+    the slot-weighted mean of each class's own step at that batch, and the share, tier and network rows of
+    milp/build.py hold. Per group shape and tier, one candidate per batch at which some member alone steps within T
+    (the largest such), every member's KV fitting. Shared prefill replicas too (``price_shared_prefill``)."""
+    classes = sorted((rc for rc in ctx.workload.classes if ctx.graph.has_node(node_id(rc.name, NAME, "attention"))),
+                     key=lambda rc: (rc.slo.tpot_ms, rc.name))
+    b = np.asarray(ctx.options.batches, dtype=float)
+    out, seen = [], set()
+    for tier in classes:
+        members = [rc for rc in classes if rc.slo.tpot_ms >= tier.slo.tpot_ms]
+        names = tuple(rc.name for rc in members)
+        if len(members) < 2 or names in seen:
+            continue
+        seen.add(names)
+        for a, na, f, nf, r in groups(ctx):
+            step = np.array([group_step(ctx, rc, a, na, f, nf, r) for rc in members])
+            fits = np.all([attention_fits(ctx, rc, a, na) for rc in members], axis=0)
+            for i in sorted({int(np.flatnonzero(ok)[-1]) for ok in (fits & (step <= ms_to_s(tier.slo.tpot_ms))) if ok.any()}):
+                mix = tuple(ClassLoad(rc.name, float(r * b[i] / (step[k, i] * rc.output_tokens)), float(step[k, i]),
+                                      r * network_rps(ctx, rc, a, na)) for k, rc in enumerate(members))
+                out.append(_candidate(tier.name, a, na, f, nf, r, int(b[i]), capacity_rps=mix[0].capacity_rps,
+                                      tpot_ms=tier.slo.tpot_ms, limited_by="slo.tpot_ms", mix=mix))
+    return out + price_shared_prefill(ctx, NAME)
+
+
+def step_of(pool: Pool, rc: RequestClass, check: Checking) -> tuple[float, bool]:
+    """The ping-pong step (s) of ``rc``'s sequences alone in ``pool`` (each expert replica serving
+    ``replicas / partner_replicas`` attention replicas), and whether the attention side's KV and both sides' weights fit."""
     model, costs = check.model, check.costs
     attn, experts = attention_side(model), expert_side(model)
     a, na = costs.silicon(pool.device, check.workload.dtype), pool.tp
@@ -112,7 +168,21 @@ def recheck(pool: Pool, rc: RequestClass, check: Checking) -> Recheck:
     kv = b * float(model.kv_bytes(paged_kv_tokens(rc.input_tokens, rc.output_tokens))) * float(costs.kv_share(model, a, na).reshape(-1)[0])
     fits = (attn.weights_bytes / na <= a.usable_weights_bytes and kv <= a.kv_room_bytes(attn.weights_bytes / na)
             and experts.weights_bytes / nf <= f.usable_weights_bytes)
-    return Recheck(within(step, rc.slo.tpot_ms) and close(s_to_ms(step), pool.tpot_ms), bool(fits),
-                   b / (step * rc.output_tokens),
-                   f"af_disagg on {pool.device} + experts on {pool.partner_device} (1 per {r}): recomputed TPOT "
-                   f"{s_to_ms(step):.2f} ms vs plan {pool.tpot_ms} ms")
+    return step, bool(fits)
+
+
+def recheck(pool: Pool, rc: RequestClass, check: Checking) -> Recheck:
+    """An attention pool and its expert replicas: the ping-pong step, the attention side's KV, the expert side's
+    weights (a shared pool: ``recheck_mix`` of every class's step)."""
+    if pool.serves is not None:
+        if pool.role == "prefill":
+            return recheck_shared_prefill(pool, check, NAME)
+        return recheck_mix(pool, check, lambda c: step_of(pool, c, check), lambda c: check.model.kv_bytes(c.input_tokens),
+                           f"af_disagg (experts on {pool.partner_device})")
+    if pool.role == "prefill":
+        return recheck_prefill(pool, rc, check)
+    step, fits = step_of(pool, rc, check)
+    return Recheck(within(step, rc.slo.tpot_ms) and close(s_to_ms(step), pool.tpot_ms), fits,
+                   pool.batch / (step * rc.output_tokens),
+                   f"af_disagg on {pool.device} + experts on {pool.partner_device} (1 per {partner_share(pool)}): "
+                   f"recomputed TPOT {s_to_ms(step):.2f} ms vs plan {pool.tpot_ms} ms")

@@ -435,6 +435,30 @@ def recheck_shared_prefill(pool: Pool, check: Checking, strategy: str) -> Rechec
                    m / service, f"shared prefill on {pool.device}: recomputed TTFT {s_to_ms(ttft):.1f} ms vs plan {pool.ttft_ms} ms")
 
 
+def recheck_mix(pool: Pool, check: Checking, own_step, kv_in_bytes, label: str) -> Recheck:
+    """A shared decode-side pool (``pool.serves``): each class's own step τ_k alone at the pool's batch and whether
+    its batch fits (``own_step(rc) -> (seconds, fits)``), the mix's step ``Σ y_k / Σ (y_k / τ_k)`` with
+    ``y_k = served_k · τ_k · osl_k / b`` per replica (equal to the plan's TPOT), every class fitting, the prompt KV
+    (``kv_in_bytes(rc)`` per request) within the replicas' NICs, and requests/s per replica at that mix
+    ``Σ served_k / Σ y_k``. An idle pool re-checks at its tier class's step."""
+    classes = {rc.name: rc for rc in check.workload.classes}
+    s = check.costs.silicon(pool.device, check.workload.dtype)
+    step, used, fits, kv = {}, {}, True, 0.0
+    for name, rps in pool.serves.items():
+        step[name], ok = own_step(classes[name])
+        fits &= bool(ok)
+        used[name] = rps * step[name] * classes[name].output_tokens / pool.batch
+        kv += rps * kv_in_bytes(classes[name])
+    total = sum(used.values())
+    tpot = total / sum(used[k] / step[k] for k in used) if total > 0 else step[pool.class_name]
+    network_ok = kv <= pool.replicas * pool.tp * s.nic_bytes_s * (1 + 1e-9)
+    rate = sum(pool.serves.values()) / total if total > 0 else 0.0
+    return Recheck(close(s_to_ms(tpot), pool.tpot_ms) and network_ok and close(total / pool.replicas, pool.utilization),
+                   fits, rate, f"shared {label} on {pool.device}: recomputed TPOT {s_to_ms(tpot):.2f} ms vs plan "
+                   f"{pool.tpot_ms} ms, utilisation {total / pool.replicas:.3f} vs {pool.utilization:.3f}"
+                   + ("" if network_ok else ", KV hand-offs beyond its NICs"))
+
+
 def decode_fits(model: ModelProfile, costs: CostModel, silicon: Silicon, n: int, batch: int, rc: RequestClass,
                 extra_weights_per_device: float = 0.0, ep: int = 1) -> bool:
     """The weights and ``batch`` sequences' paged KV fit on ``n`` devices (in ``ep`` expert groups)."""

@@ -29,6 +29,7 @@ from planner.strategies.base import (
     price_prefill,
     price_shared_prefill,
     recheck_prefill,
+    recheck_mix,
     recheck_shared_prefill,
     whole_groups,
     within,
@@ -141,24 +142,12 @@ def recheck(pool: Pool, rc: RequestClass, check: Checking) -> Recheck:
 
 
 def recheck_shared(pool: Pool, check: Checking) -> Recheck:
-    """A shared decode pool: each class's step τ_k at the pool's batch, the mix's step ``Σ y_k / Σ (y_k / τ_k)``
-    with ``y_k = served_k · τ_k · osl_k / b`` (equal to the plan's TPOT), every class's batch fitting, the KV
-    hand-offs within its NICs, and requests/s per replica at that mix ``Σ served_k / Σ y_k``."""
+    """A shared decode pool: ``recheck_mix`` with each class's decode step at the pool's batch."""
     model, costs = check.model, check.costs
     s = costs.silicon(pool.device, check.workload.dtype)
-    classes = {rc.name: rc for rc in check.workload.classes}
-    step, used, kv = {}, {}, 0.0
-    for name, rps in pool.serves.items():
-        rc = classes[name]
-        step[name] = float(costs.decode(model, s, pool.tp, pool.batch, mean_context(rc)).total_s.reshape(-1)[0])
-        used[name] = rps * step[name] * rc.output_tokens / pool.batch
-        kv += rps * model.kv_bytes(rc.input_tokens)
-    total = sum(used.values())
-    tpot = total / sum(used[k] / step[k] for k in used) if total > 0 else step[pool.class_name]  # idle: its tier's step
-    network_ok = kv <= pool.replicas * pool.tp * s.nic_bytes_s * (1 + 1e-9)
-    fits = all(decode_fits(model, costs, s, pool.tp, pool.batch, classes[k]) for k in pool.serves)
-    rate = sum(pool.serves.values()) / total if total > 0 else 0.0
-    return Recheck(close(s_to_ms(tpot), pool.tpot_ms) and network_ok and close(total / pool.replicas, pool.utilization),
-                   fits, rate, f"shared decode on {pool.device}: recomputed TPOT {s_to_ms(tpot):.2f} ms vs plan "
-                   f"{pool.tpot_ms} ms, utilisation {total / pool.replicas:.3f} vs {pool.utilization:.3f}"
-                   + ("" if network_ok else ", KV hand-offs beyond its NICs"))
+
+    def own(rc):
+        return (float(costs.decode(model, s, pool.tp, pool.batch, mean_context(rc)).total_s.reshape(-1)[0]),
+                decode_fits(model, costs, s, pool.tp, pool.batch, rc))
+
+    return recheck_mix(pool, check, own, lambda rc: model.kv_bytes(rc.input_tokens), "decode")

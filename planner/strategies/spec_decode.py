@@ -38,6 +38,7 @@ from planner.strategies.base import (
     price_prefill,
     price_shared_prefill,
     recheck_prefill,
+    recheck_mix,
     recheck_shared_prefill,
     within,
 )
@@ -299,25 +300,8 @@ def round_of(pool: Pool, rc: RequestClass, check: Checking, k: int) -> tuple[flo
 
 
 def recheck_shared(pool: Pool, check: Checking) -> Recheck:
-    """A shared verify+draft pool: each class's TPOT τ_k alone at the pool's batch and draft length, the mix's
-    ``Σ y_k / Σ (y_k / τ_k)`` with ``y_k = served_k · τ_k · osl_k / b`` per target replica (equal to the plan's TPOT),
-    every class's KV fitting, the prompt KV within the targets' NICs, and requests/s per target replica at that mix."""
-    k = pool.draft_tokens
-    if k is None:
+    """A shared verify+draft pool: ``recheck_mix`` with each class's TPOT at the pool's batch and draft length."""
+    if pool.draft_tokens is None:
         return Recheck(False, False, 0.0, f"shared spec_decode on {pool.device}: the pool names no draft length")
-    classes = {rc.name: rc for rc in check.workload.classes}
-    v = check.costs.silicon(pool.device, check.workload.dtype)
-    tpot, used, fits, kv = {}, {}, True, 0.0
-    for name, rps in pool.serves.items():
-        tpot[name], ok = round_of(pool, classes[name], check, k)
-        fits &= ok
-        used[name] = rps * tpot[name] * classes[name].output_tokens / pool.batch
-        kv += rps * check.model.kv_bytes(classes[name].input_tokens)
-    total = sum(used.values())
-    mix = total / sum(used[name] / tpot[name] for name in used) if total > 0 else tpot[pool.class_name]  # idle: its tier's
-    network_ok = kv <= pool.replicas * pool.tp * v.nic_bytes_s * (1 + 1e-9)
-    rate = sum(pool.serves.values()) / total if total > 0 else 0.0
-    return Recheck(close(s_to_ms(mix), pool.tpot_ms) and network_ok and close(total / pool.replicas, pool.utilization),
-                   fits, rate, f"shared spec_decode on {pool.device} (draft {pool.partner_device or 'local'}): recomputed "
-                   f"TPOT {s_to_ms(mix):.2f} ms vs plan {pool.tpot_ms} ms, utilisation {total / pool.replicas:.3f} vs "
-                   f"{pool.utilization:.3f}" + ("" if network_ok else ", KV hand-offs beyond its NICs"))
+    return recheck_mix(pool, check, lambda rc: round_of(pool, rc, check, pool.draft_tokens),
+                       lambda rc: check.model.kv_bytes(rc.input_tokens), f"spec_decode (draft {pool.partner_device or 'local'})")

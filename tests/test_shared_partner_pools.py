@@ -1,4 +1,5 @@
-"""Shared verify+draft pools: speculative-decoding replicas that serve several classes (``shared_pools: true``)."""
+"""Shared pools with partners: speculative-decoding verify+draft replicas and attention/expert groups that serve
+several classes (``shared_pools: true``)."""
 
 from __future__ import annotations
 
@@ -99,4 +100,58 @@ def test_the_replay_runs_a_shared_verify_draft_pool_at_its_mix(shared_plan):
 
     catalog, plan = shared_plan
     sim = simulate_plan(plan, RooflineModel(catalog), SimulationOptions(duration_s=120.0, seed=1))
+    assert {c.name for c in sim.classes} == {"a", "b"} and sim.verdict == "meets", sim.misses
+
+
+def moe_apps(shared: bool) -> Workload:
+    """Two classes alike but for their TPOT SLOs (40 and 50 ms), 1 req/s each, Qwen3-30B-A3B attention/FFN split."""
+    return Workload.model_validate({
+        "model": "qwen3-30b-a3b", "dtype": "fp8", "strategies": ["af_disagg"], "shared_pools": shared,
+        "classes": [{"name": name, "rate_rps": 1, "input_tokens": 1024, "output_tokens": 256,
+                     "slo": {"ttft_ms": 2000, "tpot_ms": tpot}} for name, tpot in zip("ab", (40, 50))],
+        "constraints": {"power_budget_kw": 500, "devices": ["h100-sxm"]}, "objective": "min_power",
+    })
+
+
+@pytest.fixture(scope="module")
+def af_plans():
+    catalog = load_catalog()
+    return catalog, {(shared, solver): plan_workload(moe_apps(shared), catalog, PlanOptions(solver=solver, baseline=False))
+                     for shared in (False, True) for solver in ("ortools", "pulp")}
+
+
+@pytest.mark.parametrize("solver", ["ortools", "pulp"])
+def test_two_small_moe_classes_share_one_attention_expert_group(af_plans, solver):
+    """Per class: a prefill H100 and an attention H100 beside an expert H100, 6 in all; shared, 3."""
+    _, plans = af_plans
+    own, shared = plans[(False, solver)], plans[(True, solver)]
+    assert own.status == shared.status == "optimal"
+    assert own.totals.devices_by_type == {"h100-sxm": 6} and shared.totals.devices_by_type == {"h100-sxm": 3}
+    assert shared.totals.power_kw == pytest.approx(own.totals.power_kw / 2)
+    assert shared.verification.ok, shared.verification.messages
+    decode = next(p for p in shared.pools if p.role == "decode")
+    assert (decode.strategy, decode.class_name, decode.partner_device, decode.partner_replicas) == ("af_disagg", "a", "h100-sxm", 1)
+    assert decode.serves == pytest.approx({"a": 1.0, "b": 1.0})
+    assert decode.utilization == pytest.approx(2 * decode.tpot_ms / 1000 * 256 / decode.batch)
+
+
+@pytest.mark.parametrize("update, check", [
+    ({"tpot_ms": 10.0}, "latency_recomputed"),                  # a TPOT the ping-pong does not step at
+    ({"serves": {"a": 1.0, "b": 5.0}}, "latency_recomputed"),  # more of b than its utilisation says
+    ({"partner_tp": 8}, "devices"),                             # 8 expert devices the totals do not count
+    ({"batch": 1_000_000}, "memory"),                           # a million sequences' KV on one H100
+])
+def test_verify_recomputes_a_shared_attention_pool(af_plans, update, check):
+    catalog, plans = af_plans
+    plan = plans[(True, "ortools")]
+    pools = tuple(p.model_copy(update=update) if p.role == "decode" else p for p in plan.pools)
+    result = verify_plan(plan.model_copy(update={"pools": pools}), catalog)
+    assert not result.checks[check], result.messages
+
+
+def test_the_replay_runs_a_shared_attention_pool_at_its_mix(af_plans):
+    from planner.simulate import SimulationOptions, simulate_plan
+
+    catalog, plans = af_plans
+    sim = simulate_plan(plans[(True, "ortools")], RooflineModel(catalog), SimulationOptions(duration_s=120.0, seed=1))
     assert {c.name for c in sim.classes} == {"a", "b"} and sim.verdict == "meets", sim.misses

@@ -155,3 +155,21 @@ def test_the_replay_runs_a_shared_attention_pool_at_its_mix(af_plans):
     catalog, plans = af_plans
     sim = simulate_plan(plans[(True, "ortools")], RooflineModel(catalog), SimulationOptions(duration_s=120.0, seed=1))
     assert {c.name for c in sim.classes} == {"a", "b"} and sim.verdict == "meets", sim.misses
+
+
+@pytest.mark.parametrize("model, strategy", [("llama-3.3-70b", "spec_decode"), ("llama-3.1-8b", "pd_disagg")])
+def test_no_shared_decode_side_replica_where_kv_spills_from_sram(catalog, model, strategy):
+    """d-Matrix Corsair keeps what KV fits beside the weights in SRAM and the rest in LPDDR, read at a bandwidth set
+    by the KV resident, whose mix is not the one read: the mix bound fails there, so no shared decode-side candidate
+    runs on it (as decode replica or draft server), while its own candidates stay."""
+    work = Workload.model_validate({
+        "model": model, "dtype": "fp8", "strategies": [strategy], "shared_pools": True,
+        "spec_decode": {"draft_model": "llama-3.2-1b", "acceptance_rate": 0.75},
+        "classes": [{"name": n, "rate_rps": 3, "input_tokens": 1000, "output_tokens": 500,
+                     "slo": {"ttft_ms": 1000, "tpot_ms": t}} for n, t in (("a", 12), ("b", 15))],
+        "constraints": {"power_budget_kw": 1000, "devices": ["h100-sxm", "dmatrix-corsair"]}, "objective": "max_goodput",
+    })
+    priced = price_workload(work, catalog, PlanOptions(baseline=False), RooflineModel(catalog)).candidates
+    assert any(not c.mix and "dmatrix-corsair" in c.devices_by_type and c.role == "decode" for c in priced)
+    shared = [c for c in priced if c.mix and c.role == "decode"]
+    assert shared and all("dmatrix-corsair" not in c.devices_by_type for c in shared)

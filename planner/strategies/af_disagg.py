@@ -145,6 +145,8 @@ def price_shared(ctx: Pricing) -> list[Candidate]:
             continue
         seen.add(names)
         for a, na, f, nf, r in groups(ctx):
+            if a.kv_spill:  # its KV read at a bandwidth the resident mix sets: see pd_disagg.price_shared
+                continue
             step = np.array([group_step(ctx, rc, a, na, f, nf, r) for rc in members])
             fits = np.all([attention_fits(ctx, rc, a, na) for rc in members], axis=0)
             for i in sorted({int(np.flatnonzero(ok)[-1]) for ok in (fits & (step <= ms_to_s(tier.slo.tpot_ms))) if ok.any()}):

@@ -87,7 +87,8 @@ def price_shared(ctx: Pricing) -> list[Candidate]:
     at that batch fitting. Mixing sequences of classes k at one batch b, the step is (at most) the slot-weighted
     mean of each class's own step τ_k(b) (a step is weights and compute at b plus each sequence's KV read), which
     makes ``x_k = λ_k τ_k osl_k / b`` replica-equivalents per class exact: milp/build.py's share, tier and network
-    rows. Tiers with fewer than two classes are the classes' own candidates. Shared prefill replicas too
+    rows. Devices whose KV spills from SRAM are left out: they read it at a bandwidth set by the KV resident, whose
+    mix differs from the one read, so the bound fails. Tiers with fewer than two classes are the classes' own candidates. Shared prefill replicas too
     (``price_shared_prefill``)."""
     model, costs = ctx.model, ctx.costs
     classes = sorted((rc for rc in ctx.workload.classes if ctx.graph.has_node(node_id(rc.name, NAME, "decode"))),
@@ -101,7 +102,7 @@ def price_shared(ctx: Pricing) -> list[Candidate]:
             continue
         seen.add(names)
         bound_s = ms_to_s(tier.slo.tpot_ms)
-        for s in ctx.silicon:
+        for s in (s for s in ctx.silicon if not s.kv_spill):
             for n in s.device_counts(model.weights_bytes, ctx.options.max_tp):
                 step = np.array([costs.decode(model, s, n, b, mean_context(rc)).total_s.reshape(-1) for rc in members])
                 room = s.kv_room_bytes(model.weights_bytes / n)

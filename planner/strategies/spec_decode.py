@@ -195,11 +195,11 @@ def price_shared(ctx: Pricing) -> list[Candidate]:
     Per target device, tp, tier and member: the draft layout, k and batch with that member's most capacity, its
     TPOT within T and every member's KV fitting; of the layouts, the one with the most capacity per $/h and the one
     with the most per watt (a layout and draft length per shared pool, not all of them: the MILP chooses among
-    these). Shared prefill replicas too (``price_shared_prefill``)."""
+    these). Targets and draft servers whose KV spills from SRAM are left out, as pd_disagg's are. Shared prefill replicas too (``price_shared_prefill``)."""
     model, options = ctx.model, ctx.options
     classes = sorted((rc for rc in ctx.workload.classes if ctx.graph.has_node(node_id(rc.name, NAME, "verify"))),
                      key=lambda rc: (rc.slo.tpot_ms, rc.name))
-    remote = {rc.name: draft_servers(ctx, rc) for rc in classes}
+    remote = {rc.name: [server for server in draft_servers(ctx, rc) if not server[0].kv_spill] for rc in classes}
     b = np.asarray(options.batches, dtype=float)
     out, seen, bills = {}, set(), {}
     for tier in classes:
@@ -208,7 +208,7 @@ def price_shared(ctx: Pricing) -> list[Candidate]:
         if len(members) < 2 or names in seen:
             continue
         seen.add(names)
-        for v in ctx.silicon:
+        for v in (v for v in ctx.silicon if not v.kv_spill):
             for n in v.device_counts(model.weights_bytes, options.max_tp):
                 grid = [rounds(ctx, rc, v, n, remote[rc.name]) for rc in members]
                 fits = np.all([np.stack([ok for *_, ok in g.layouts]) for g in grid], axis=0)  # layouts × batch

@@ -27,7 +27,7 @@ from planner.perf.model import UnsupportedDtype
 from planner.files import InputFileError, read_document, write_json
 from planner.messages import describe_errors, excerpt, one_line
 from planner.nodes import nodes_text
-from planner.plan import classes_text, gain_lines, partner_text, replay_line, shortfall_warning
+from planner.plan import classes_text, gain_lines, partner_text, replay_line, shape_text, shortfall_warning
 from planner.schema import MAX_ALTERNATIVES, MAX_TIME_LIMIT_S, EstimateRequest, WeightsDtype, Workload
 from planner.units import BYTES_PER_GB, BYTES_PER_S_PER_GB_S, BYTES_PER_S_PER_TB_S, PARAMS_PER_BILLION, WATTS_PER_KW
 
@@ -335,7 +335,7 @@ def show_plan(plan) -> None:
     for col in ("class", "strategy", "role", "device", "tp", "partner", "batch", "replicas", "devices", "util", "TTFT ms", "TPOT ms", "kW"):
         pools.add_column(col, justify="left" if col in ("class", "strategy", "role", "device", "partner") else "right")
     for p in plan.pools:
-        pools.add_row(classes_text(p), p.route, p.role, p.device, str(p.tp) + (f" ep{p.ep}" if p.ep > 1 else ""), partner_text(p), str(p.batch), str(p.replicas),
+        pools.add_row(classes_text(p), p.route, p.role, p.device, shape_text(p), partner_text(p), str(p.batch), str(p.replicas),
                       str(p.devices), f"{p.utilization:.2f}", _ms(p.ttft_ms), _ms(p.tpot_ms), f"{p.power_kw:,.1f}")
     console.print(pools)
     classes = Table(title="Classes")

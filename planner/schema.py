@@ -28,6 +28,7 @@ MAX_DEVICES = 100  # ids in constraints.devices and in constraints.inventory
 MAX_TIME_LIMIT_S = 3600.0  # per MILP solve
 MAX_ALTERNATIVES = 10  # runner-up plans one request may ask for (each a full first-stage solve)
 MAX_MIN_REPLICAS = 1000  # constraints.min_replicas_per_pool
+MAX_PP = 8  # constraints.max_pp: the largest pipeline a GPU replica may span (planner/perf/silicon.py PIPELINE_STAGES)
 Positive = Annotated[float, Field(gt=0)]
 NonNegative = Annotated[float, Field(ge=0)]
 Fraction = Annotated[float, Field(gt=0, le=1)]
@@ -340,6 +341,9 @@ class Constraints(Frozen):
     #: every pool the plan uses has at least this many replicas (redundancy: 2 for N+1 on a one-replica pool); a pool
     #: with a shared partner counts its partner replicas too
     min_replicas_per_pool: Annotated[int, Field(ge=1, le=MAX_MIN_REPLICAS)] = 1
+    #: pipeline stages a GPU replica may span across scale-up domains (nodes), each a TP group holding its share of
+    #: the layers; offered only where no one domain holds the weights (1: never)
+    max_pp: Annotated[int, Field(ge=1, le=MAX_PP)] = 4
 
     @model_validator(mode="after")
     def _owned_inventory(self) -> Constraints:
@@ -573,6 +577,9 @@ class Pool(Out):
     #: expert-parallel groups of a MoE pool: ``ep`` attention replicas of ``tp / ep`` devices each (data-parallel
     #: attention), the routed experts over all ``tp`` devices; 1: tensor parallelism alone
     ep: int = Field(default=1, ge=1)
+    #: pipeline stages of a GPU replica across nodes, each a ``tp``-way TP group with its share of the layers: a
+    #: replica is ``tp × pp`` devices; 1: no pipeline
+    pp: int = Field(default=1, ge=1)
     #: a pool shared by several classes (``class`` is the one whose SLO bounds it): requests/s of each class it may
     #: serve (0 for one it carries none of)
     serves: dict[str, float] | None = None

@@ -31,6 +31,7 @@ from planner.strategies.base import (
     partner_share,
     price_prefill,
     recheck_prefill,
+    unoffered,
     within,
 )
 from planner.units import s_to_ms
@@ -102,6 +103,8 @@ def recheck(pool: Pool, rc: RequestClass, check: Checking) -> Recheck:
     ``replicas / partner_replicas`` attention replicas, the attention side's KV, the expert side's weights."""
     if pool.role == "prefill":
         return recheck_prefill(pool, rc, check)
+    if pool.pp > 1:  # attention replicas are tensor parallel only
+        return unoffered(pool)
     model, costs = check.model, check.costs
     attn, experts = attention_side(model), expert_side(model)
     a, na = costs.silicon(pool.device, check.workload.dtype), pool.tp

@@ -33,6 +33,7 @@ from planner.strategies.base import (
     partner_share,
     price_prefill,
     recheck_prefill,
+    unoffered,
     within,
 )
 from planner.units import s_to_ms
@@ -154,6 +155,8 @@ def recheck(pool: Pool, rc: RequestClass, check: Checking) -> Recheck:
     """A verify+draft pool: the round's TPOT from both models' steps, memory of target (and local draft) KV."""
     if pool.role == "prefill":
         return recheck_prefill(pool, rc, check)
+    if pool.pp > 1:  # verify+draft replicas are tensor parallel only
+        return unoffered(pool)
     model, draft, costs = check.model, check.draft, check.costs
     spec = check.workload.spec_decode
     k, alpha = pool.draft_tokens or spec.draft_tokens, spec.acceptance_rate

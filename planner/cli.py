@@ -175,6 +175,7 @@ def estimate_command(
     device: str = typer.Option(..., help="device id (siliconmix catalog hardware)"),
     tp: int = typer.Option(1, help="devices per replica (tensor parallel; chips of a pipeline on SRAM machines)"),
     ep: int = typer.Option(1, help="MoE: expert-parallel groups, each an attention replica of tp/ep devices"),
+    pp: int = typer.Option(1, help="pipeline stages across nodes (GPU-like devices), each a tp-way TP group"),
     batch: int = typer.Option(1, help="concurrent sequences in a decode step"),
     isl: int = typer.Option(2048, help="input (prompt) tokens"),
     osl: int = typer.Option(256, help="output tokens"),
@@ -187,7 +188,7 @@ def estimate_command(
     catalog = catalog_or_fail()
     try:
         request = EstimateRequest(
-            model=model, device=device, tp=tp, ep=ep, batch=batch, isl=isl, osl=osl,
+            model=model, device=device, tp=tp, ep=ep, pp=pp, batch=batch, isl=isl, osl=osl,
             dtype=dtype.value, kv_dtype=kv_dtype.value if kv_dtype else None, paged_kv=not contiguous_kv,
         )
         result = estimate(request, catalog, require_fit=True)
@@ -198,7 +199,8 @@ def estimate_command(
     if as_json:
         print_json(result.model_dump(mode="json"))
         return
-    table = Table(title=f"{result.model} on {result.tp}x {result.device} ({result.dtype}, KV {result.kv_dtype})")
+    shape = f"{result.tp}x" if result.pp == 1 else f"tp{result.tp}×pp{result.pp}"
+    table = Table(title=f"{result.model} on {shape} {result.device} ({result.dtype}, KV {result.kv_dtype})")
     table.add_column("quantity")
     table.add_column("value", justify="right")
     rows = [

@@ -440,6 +440,8 @@ class EstimateRequest(Frozen):
     kv_dtype: WeightsDtype | None = None
     tp: Annotated[int, Field(ge=1, le=4096)] = 1
     ep: Annotated[int, Field(ge=1, le=4096)] = 1  # expert-parallel groups (data-parallel attention), divides tp
+    #: pipeline stages across nodes on a GPU-like device, each a ``tp``-way TP group: ``tp × pp`` devices
+    pp: Annotated[int, Field(ge=1, le=MAX_PP)] = 1
     batch: Annotated[int, Field(ge=1, le=65536)] = 1
     isl: Annotated[int, Field(ge=1, le=10_000_000)] = 2048
     osl: Annotated[int, Field(ge=1, le=1_000_000)] = 256
@@ -467,6 +469,7 @@ class Estimate(Frozen, Stamped):
     batch: int
     isl: int
     osl: int
+    pp: int = 1  # pipeline stages: the replica is tp × pp devices
     ttft_ms: float
     tpot_ms: float
     output_tokens_per_s: float

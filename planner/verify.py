@@ -59,7 +59,8 @@ def verify_plan(plan: Plan, catalog: Catalog, options: CandidateOptions = Candid
             latency_ok = False
             continue
         again = strategy(pool.strategy).recheck(pool, rc, checking[pool.dtype or workload.dtype])
-        name = f"{pool.class_name}/{pool.strategy}/{pool.role} on {pool.device}x{pool.tp}" + (f"×pp{pool.pp}" if pool.pp > 1 else "")
+        stages = f"×pp{pool.pp}" if pool.pp > 1 else ""
+        name = f"{pool.class_name}/{pool.strategy}/{pool.role} on {pool.device}x{pool.tp}{stages}"
         latency_ok &= check(again.latency_ok, 0.0, again.note)
         memory_ok &= check(again.memory_ok, 0.0, f"{name}: batch {pool.batch} does not fit")
         most = pool.replicas * again.replica_rps * (1 + REL_TOL)

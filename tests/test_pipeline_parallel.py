@@ -7,19 +7,23 @@ of TP 4 or 8 (203 GB a stage, 288 GB in 4 H100s).
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 
 import openpyxl
 import pytest
 import yaml
 from tests.deploy_trees import unknown_options
+from typer.testing import CliRunner
 
+from planner.cli import app
 from planner.deploy import deployment_for
+from planner.estimate import DoesNotFit, estimate
 from planner.export import write_plan_workbook
 from planner.optimize import PlanOptions, plan_workload
 from planner.perf.model import RooflineModel
 from planner.plan import shape_text
-from planner.schema import Plan, Workload
+from planner.schema import EstimateRequest, Plan, Workload
 from planner.simulate.service import ServiceContext, service_for
 from planner.strategies.base import profiles
 from planner.verify import verify_plan
@@ -194,3 +198,25 @@ def test_shared_pools_pipeline_too(catalog):
         assert {p.role for p in plan.pools} == {"prefill", "decode"}
         assert all(p.serves is not None and p.pp > 1 for p in plan.pools)
     assert plans[1].totals.cost_usd_per_hour == pytest.approx(plans[0].totals.cost_usd_per_hour, rel=1e-6)
+
+
+def test_estimate_prices_a_pipeline_where_tensor_parallelism_alone_cannot_hold_it(catalog):
+    flat = EstimateRequest(model="llama-3.1-405b", device="h100-sxm", tp=8, batch=1)
+    with pytest.raises(DoesNotFit, match="weights need 101.5 GB per device"):  # 812 GB / 8 > 72 GB usable
+        estimate(flat, catalog, require_fit=True)
+    staged = estimate(flat.model_copy(update={"pp": 2}), catalog, require_fit=True)
+    assert (staged.tp, staged.pp, staged.fits) == (8, 2, True)
+    assert staged.weights_bytes_per_device == pytest.approx(1.0150e11 / 2, rel=1e-3)  # 50.75 GB on each of 16
+    assert staged.output_tokens_per_s_per_device == pytest.approx(staged.output_tokens_per_s / 16)
+    with pytest.raises(DoesNotFit, match="pipelines its layers over its own chips"):
+        estimate(EstimateRequest(model="llama-3.1-405b", device="cs-3", tp=32, pp=2), catalog)
+
+
+def test_the_estimate_command_takes_pp():
+    result = CliRunner().invoke(app, ["estimate", "--model", "llama-3.1-405b", "--device", "h100-sxm", "--tp", "8",
+                                      "--pp", "2", "--json"])
+    assert result.exit_code == 0, result.output
+    assert (json.loads(result.output)["tp"], json.loads(result.output)["pp"]) == (8, 2)
+    result = CliRunner().invoke(app, ["estimate", "--model", "llama-3.1-405b", "--device", "h100-sxm", "--tp", "8",
+                                      "--pp", "9"])
+    assert result.exit_code == 2 and "pp" in result.output

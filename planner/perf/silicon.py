@@ -179,7 +179,8 @@ class Silicon:
         counts = self.device_counts(weights_bytes, max_devices)
         if counts or self.sram or self.dataflow:
             return [(n, 1) for n in counts]
-        return [(n, pp) for pp in PIPELINE_STAGES if pp <= max_pp for n in self.device_counts(weights_bytes / pp, max_devices)]
+        return [(n, pp) for pp in PIPELINE_STAGES if pp <= max_pp
+                for n in self.device_counts(weights_bytes / pp, max_devices)]
 
 
 #: Silicon fields that HardwareArrays stacks (numbers and flags; not the Device itself).

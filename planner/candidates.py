@@ -104,9 +104,9 @@ def prune_dominated(candidates: list[Candidate], workload: Workload) -> list[Can
     if len(candidates) < 2:
         return list(candidates)
     if len(candidates) > PRUNE_BLOCK:  # exact in two levels: within each target shape, then across them
-        groups: dict[tuple[str, int], list[Candidate]] = {}
+        groups: dict[tuple[str, int, int], list[Candidate]] = {}
         for c in candidates:
-            groups.setdefault((c.device, c.tp), []).append(c)
+            groups.setdefault((c.device, c.tp, c.pp), []).append(c)
         if len(groups) > 1:
             candidates = [c for group in groups.values() for c in _undominated(group, workload)]
     return _undominated(candidates, workload)

@@ -27,7 +27,7 @@ from planner.perf.model import UnsupportedDtype
 from planner.files import InputFileError, read_document, write_json
 from planner.messages import describe_errors, excerpt, one_line
 from planner.nodes import nodes_text
-from planner.plan import classes_text, gain_lines, partner_text, replay_line, shortfall_warning
+from planner.plan import classes_text, gain_lines, partner_text, replay_line, shape_text, shortfall_warning
 from planner.schema import MAX_ALTERNATIVES, MAX_TIME_LIMIT_S, EstimateRequest, WeightsDtype, Workload
 from planner.units import BYTES_PER_GB, BYTES_PER_S_PER_GB_S, BYTES_PER_S_PER_TB_S, PARAMS_PER_BILLION, WATTS_PER_KW
 
@@ -175,6 +175,7 @@ def estimate_command(
     device: str = typer.Option(..., help="device id (siliconmix catalog hardware)"),
     tp: int = typer.Option(1, help="devices per replica (tensor parallel; chips of a pipeline on SRAM machines)"),
     ep: int = typer.Option(1, help="MoE: expert-parallel groups, each an attention replica of tp/ep devices"),
+    pp: int = typer.Option(1, help="pipeline stages across nodes (GPU-like devices), each a tp-way TP group"),
     batch: int = typer.Option(1, help="concurrent sequences in a decode step"),
     isl: int = typer.Option(2048, help="input (prompt) tokens"),
     osl: int = typer.Option(256, help="output tokens"),
@@ -187,7 +188,7 @@ def estimate_command(
     catalog = catalog_or_fail()
     try:
         request = EstimateRequest(
-            model=model, device=device, tp=tp, ep=ep, batch=batch, isl=isl, osl=osl,
+            model=model, device=device, tp=tp, ep=ep, pp=pp, batch=batch, isl=isl, osl=osl,
             dtype=dtype.value, kv_dtype=kv_dtype.value if kv_dtype else None, paged_kv=not contiguous_kv,
         )
         result = estimate(request, catalog, require_fit=True)
@@ -198,7 +199,8 @@ def estimate_command(
     if as_json:
         print_json(result.model_dump(mode="json"))
         return
-    table = Table(title=f"{result.model} on {result.tp}x {result.device} ({result.dtype}, KV {result.kv_dtype})")
+    shape = f"{result.tp}x" if result.pp == 1 else f"tp{result.tp}×pp{result.pp}"
+    table = Table(title=f"{result.model} on {shape} {result.device} ({result.dtype}, KV {result.kv_dtype})")
     table.add_column("quantity")
     table.add_column("value", justify="right")
     rows = [
@@ -335,7 +337,7 @@ def show_plan(plan) -> None:
     for col in ("class", "strategy", "role", "device", "tp", "partner", "batch", "replicas", "devices", "util", "TTFT ms", "TPOT ms", "kW"):
         pools.add_column(col, justify="left" if col in ("class", "strategy", "role", "device", "partner") else "right")
     for p in plan.pools:
-        pools.add_row(classes_text(p), p.route, p.role, p.device, str(p.tp) + (f" ep{p.ep}" if p.ep > 1 else ""), partner_text(p), str(p.batch), str(p.replicas),
+        pools.add_row(classes_text(p), p.route, p.role, p.device, shape_text(p), partner_text(p), str(p.batch), str(p.replicas),
                       str(p.devices), f"{p.utilization:.2f}", _ms(p.ttft_ms), _ms(p.tpot_ms), f"{p.power_kw:,.1f}")
     console.print(pools)
     classes = Table(title="Classes")

@@ -32,8 +32,9 @@ def unserved_classes(workload: Workload, candidates: list[Candidate], graph_unit
 
 
 def slo_shortfalls(workload: Workload, catalog: Catalog, class_names: list[str]) -> list[SloShortfall]:
-    """For each unserved class: the best TTFT (1-prompt prefill) and TPOT (batch-1 decode) any device reaches, at any
-    weights dtype the workload allows."""
+    """For each unserved class: the best TTFT (1-prompt prefill) and TPOT (batch-1 decode) any device reaches in any
+    replica shape it may take (``Silicon.replica_shapes``, pipelines up to ``max_pp``), at any weights dtype the
+    workload allows."""
     costs = RooflineModel(catalog)
     models = {d: costs.profile(workload.model, d, workload.kv_dtype) for d in workload.allowed_dtypes}
     out = []
@@ -48,9 +49,11 @@ def slo_shortfalls(workload: Workload, catalog: Catalog, class_names: list[str])
                 silicon = costs.silicon(device_id, dtype)
             except UnsupportedDtype:
                 continue
-            for n in silicon.device_counts(model.weights_bytes):
-                ttft = s_to_ms(float(costs.prefill(model, silicon, n, new, rc.input_tokens - new).total_s.reshape(-1)[0]))
-                tpot = s_to_ms(float(costs.decode(model, silicon, n, 1, rc.input_tokens + rc.output_tokens / 2).total_s.reshape(-1)[0]))
+            for tp, pp in silicon.replica_shapes(model.weights_bytes, max_pp=workload.constraints.max_pp):
+                n = tp * pp
+                ttft = s_to_ms(float(costs.prefill(model, silicon, n, new, rc.input_tokens - new, pp=pp).total_s.reshape(-1)[0]))
+                tpot = s_to_ms(float(costs.decode(model, silicon, n, 1, rc.input_tokens + rc.output_tokens / 2,
+                                                  pp=pp).total_s.reshape(-1)[0]))
                 for field, value in (("ttft_ms", ttft), ("tpot_ms", tpot)):
                     if value < best[field][0]:
                         best[field] = (value, device_id)
@@ -74,7 +77,9 @@ def slo_diagnosis(shortfalls: list[SloShortfall]) -> Diagnosis:
             parts.append(f"class {s.class_name}: each SLO is reachable alone, but no configuration meets TTFT and "
                          f"TPOT together with memory for its batch")
             continue
-        best = f"best reachable {s.best_ms:.1f} ms on {s.best_device}" if s.best_ms is not None else "no allowed device runs this model at this dtype"
+        best = (f"best reachable {s.best_ms:.1f} ms on {s.best_device}" if s.best_ms is not None else
+                "no allowed device holds this model at this dtype in one scale-up domain or a pipeline of up to "
+                "constraints.max_pp of them")
         parts.append(f"class {s.class_name}: {s.slo} {s.required_ms:g} ms is out of reach ({best})")
     return Diagnosis(reason="slo_unreachable", message="; ".join(parts) + "; loosen these SLOs or allow faster devices",
                      slo_shortfalls=tuple(shortfalls))

@@ -50,10 +50,15 @@ def estimate(request: EstimateRequest, catalog: Catalog, require_fit: bool = Fal
     kv_dtype = request.kv_dtype or default_kv_dtype(request.dtype)
     model = costs.profile(request.model, request.dtype, kv_dtype)
     silicon = costs.silicon(request.device, request.dtype)
+    if request.pp > 1 and (silicon.sram or silicon.dataflow):
+        raise DoesNotFit(f"pp {request.pp}: {request.device} pipelines its layers over its own chips; pipeline stages "
+                         "across nodes are for GPU-like devices")
+    if request.pp > 1 and request.ep > 1:
+        raise DoesNotFit(f"pp {request.pp} with ep {request.ep}: a pipelined replica runs tensor parallelism alone")
     spec = GridSpec(
         tp=(request.tp,), batch=(request.batch,), input_tokens=(request.isl,), output_tokens=request.osl,
         paged_kv=request.paged_kv, reserved_context_tokens=arch.max_context_tokens, static_batch_prefill=True,
-        steady_state=True, ep=request.ep if arch.moe is not None else 1,
+        steady_state=True, ep=request.ep if arch.moe is not None else 1, pp=request.pp,
     )
     grid = costs.grid(model, silicon, spec)
 
@@ -63,17 +68,18 @@ def estimate(request: EstimateRequest, catalog: Catalog, require_fit: bool = Fal
     if require_fit:
         _check_fit(request, silicon.domain_size, grid, one)
     tpot_s, ttft_s = one(grid.tpot_s), one(grid.ttft_s)
-    trust = costs.confidence(silicon.id, request.dtype, request.tp, request.isl, request.batch)
+    devices = request.tp * request.pp
+    trust = costs.confidence(silicon.id, request.dtype, devices, request.isl, request.batch)
     widen = EXTRAPOLATION_WIDENING if trust.level == "extrapolated" else 1.0
     ttft_band, tpot_band, throughput_band = (costs.band(silicon.id, g).widened(widen) for g in ("ttft", "tpot", "throughput"))
     return Estimate(
         model=arch.id, device=silicon.id, dtype=request.dtype, kv_dtype=kv_dtype,
-        tp=request.tp, batch=request.batch, isl=request.isl, osl=request.osl,
+        tp=request.tp, pp=request.pp, batch=request.batch, isl=request.isl, osl=request.osl,
         ttft_ms=s_to_ms(ttft_s),
         tpot_ms=s_to_ms(tpot_s),
         output_tokens_per_s=one(grid.output_tokens_per_s),
         output_tokens_per_s_per_user=1.0 / tpot_s,
-        output_tokens_per_s_per_device=one(grid.output_tokens_per_s) / request.tp,
+        output_tokens_per_s_per_device=one(grid.output_tokens_per_s) / devices,
         prefill_tokens_per_s=request.batch * request.isl / ttft_s,
         weights_bytes_per_device=one(grid.weights_bytes_per_device),
         kv_bytes_per_token=kv_bytes_per_token(arch, kv_dtype),
@@ -98,12 +104,13 @@ def estimate(request: EstimateRequest, catalog: Catalog, require_fit: bool = Fal
 
 
 def _check_fit(request: EstimateRequest, domain_size: int, grid, one) -> None:
-    where = f"{request.model} ({request.dtype}) on {request.tp}x {request.device}"
+    stages = f" × pp {request.pp}" if request.pp > 1 else ""
+    where = f"{request.model} ({request.dtype}) on {request.tp}x {request.device}{stages}"
     if not one(grid.within_domain):
         raise DoesNotFit(f"tp {request.tp} exceeds the scale-up domain of {request.device} ({domain_size} devices)")
     if not one(grid.weights_fit):
         gb = one(grid.weights_bytes_per_device) / BYTES_PER_GB
-        raise DoesNotFit(f"{where}: weights need {gb:.1f} GB per device, more than fits; raise --tp or lower --dtype")
+        raise DoesNotFit(f"{where}: weights need {gb:.1f} GB per device, more than fits; raise --tp or --pp, or lower --dtype")
     if not one(grid.fits):
         raise DoesNotFit(
             f"{where}: batch {request.batch} at isl {request.isl} + osl {request.osl} needs more KV memory than is free; "

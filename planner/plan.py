@@ -107,7 +107,7 @@ def pools_of(workload: Workload, candidates: list[Candidate], counts: np.ndarray
             ttft_ms=_ttft_at(c, utilization, slo_percentile[c.class_name]), tpot_ms=c.tpot_ms,
             partner_device=c.partner_device, partner_tp=c.partner_tp, partner_role=c.partner_role,
             partner_replicas=int(n) if c.partner_device else None, draft_tokens=c.extra.get("draft_tokens"),
-            limited_by=c.limited_by, dtype=c.dtype, ep=c.ep,
+            limited_by=c.limited_by, dtype=c.dtype, ep=c.ep, pp=c.pp,
         ))
     return pools
 
@@ -132,7 +132,7 @@ def shared_pool(c: Candidate, n: int, loads: dict[tuple[str, str], float], pue: 
         power_kw=n * pue * c.power_w / WATTS_PER_KW, cost_usd_per_hour=n * c.cost_usd_per_hour, capex_usd=n * c.capex_usd,
         utilization=total / n, utilization_cap=c.utilization_cap, capacity_rps=capacity, served_rps=served,
         ttft_ms=_ttft_at(c, total / n, percentile), tpot_ms=s_to_ms(step) if c.role == "decode" else None,
-        limited_by=c.limited_by, serves=serves, dtype=c.dtype, ep=c.ep,
+        limited_by=c.limited_by, serves=serves, dtype=c.dtype, ep=c.ep, pp=c.pp,
         partner_device=c.partner_device, partner_tp=c.partner_tp, partner_role=c.partner_role,
         partner_replicas=n if c.partner_device else None, draft_tokens=c.extra.get("draft_tokens"),
     )
@@ -171,6 +171,13 @@ def classes_text(pool: Pool) -> str:
     return "shared: " + ", ".join(f"{k} {v / total:.0%}" for k, v in sorted(pool.serves.items()) if v > 0)
 
 
+def shape_text(pool: Pool) -> str:
+    """A pool's parallelism in words: ``8``, ``8 ep2`` (expert groups), ``tp8×pp2`` (pipeline stages)."""
+    if pool.pp > 1:
+        return f"tp{pool.tp}×pp{pool.pp}"
+    return str(pool.tp) + (f" ep{pool.ep}" if pool.ep > 1 else "")
+
+
 def partner_text(pool: Pool) -> str:
     """A pool's partner in words: ``ffn mi355x x4, 1 per 8 replicas`` ('' without one)."""
     if not pool.partner_device:
@@ -205,13 +212,14 @@ def _is_plan_input(key: str) -> bool:
 
 
 def confidence_of(workload: Workload, pools: list[Pool], costs) -> list[DeviceConfidence]:
-    """Per device type in ``pools``: the cost model's confidence at the largest tp, prompt and batch it runs,
-    and which of its plan inputs (``PLAN_INPUTS``) the catalog marks as estimates."""
+    """Per device type in ``pools``: the cost model's confidence at the largest replica (tp × pp devices, as the
+    calibration records count them), prompt and batch it runs, and which of its plan inputs (``PLAN_INPUTS``) the
+    catalog marks as estimates."""
     isl = max(rc.input_tokens for rc in workload.classes)
     out = []
     for device_id in sorted({d for p in pools for d in p.devices_by_type}):
         mine = [p for p in pools if p.device == device_id] or [p for p in pools if device_id in p.devices_by_type]
-        verdict = costs.confidence(device_id, weights_dtype=mine[0].dtype or workload.dtype, tp=max(p.tp for p in mine), isl=isl,
+        verdict = costs.confidence(device_id, weights_dtype=mine[0].dtype or workload.dtype, tp=max(p.tp * p.pp for p in mine), isl=isl,
                                    batch=max(p.batch for p in mine))
         provenance = costs.catalog.device(device_id).provenance
         estimated = sorted(k for k, p in provenance.items() if p.estimate and _is_plan_input(k))

@@ -28,6 +28,7 @@ MAX_DEVICES = 100  # ids in constraints.devices and in constraints.inventory
 MAX_TIME_LIMIT_S = 3600.0  # per MILP solve
 MAX_ALTERNATIVES = 10  # runner-up plans one request may ask for (each a full first-stage solve)
 MAX_MIN_REPLICAS = 1000  # constraints.min_replicas_per_pool
+MAX_PP = 8  # constraints.max_pp: the largest pipeline a GPU replica may span (planner/perf/silicon.py PIPELINE_STAGES)
 Positive = Annotated[float, Field(gt=0)]
 NonNegative = Annotated[float, Field(ge=0)]
 Fraction = Annotated[float, Field(gt=0, le=1)]
@@ -340,6 +341,9 @@ class Constraints(Frozen):
     #: every pool the plan uses has at least this many replicas (redundancy: 2 for N+1 on a one-replica pool); a pool
     #: with a shared partner counts its partner replicas too
     min_replicas_per_pool: Annotated[int, Field(ge=1, le=MAX_MIN_REPLICAS)] = 1
+    #: pipeline stages a GPU replica may span across scale-up domains (nodes), each a TP group holding its share of
+    #: the layers; offered only where no one domain holds the weights (1: never)
+    max_pp: Annotated[int, Field(ge=1, le=MAX_PP)] = 4
 
     @model_validator(mode="after")
     def _owned_inventory(self) -> Constraints:
@@ -436,6 +440,8 @@ class EstimateRequest(Frozen):
     kv_dtype: WeightsDtype | None = None
     tp: Annotated[int, Field(ge=1, le=4096)] = 1
     ep: Annotated[int, Field(ge=1, le=4096)] = 1  # expert-parallel groups (data-parallel attention), divides tp
+    #: pipeline stages across nodes on a GPU-like device, each a ``tp``-way TP group: ``tp × pp`` devices
+    pp: Annotated[int, Field(ge=1, le=MAX_PP)] = 1
     batch: Annotated[int, Field(ge=1, le=65536)] = 1
     isl: Annotated[int, Field(ge=1, le=10_000_000)] = 2048
     osl: Annotated[int, Field(ge=1, le=1_000_000)] = 256
@@ -463,6 +469,7 @@ class Estimate(Frozen, Stamped):
     batch: int
     isl: int
     osl: int
+    pp: int = 1  # pipeline stages: the replica is tp × pp devices
     ttft_ms: float
     tpot_ms: float
     output_tokens_per_s: float
@@ -573,6 +580,9 @@ class Pool(Out):
     #: expert-parallel groups of a MoE pool: ``ep`` attention replicas of ``tp / ep`` devices each (data-parallel
     #: attention), the routed experts over all ``tp`` devices; 1: tensor parallelism alone
     ep: int = Field(default=1, ge=1)
+    #: pipeline stages of a GPU replica across nodes, each a ``tp``-way TP group with its share of the layers: a
+    #: replica is ``tp × pp`` devices; 1: no pipeline
+    pp: int = Field(default=1, ge=1)
     #: a pool shared by several classes (``class`` is the one whose SLO bounds it): requests/s of each class it may
     #: serve (0 for one it carries none of)
     serves: dict[str, float] | None = None

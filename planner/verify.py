@@ -3,7 +3,7 @@
 Checks: each pool meets its class's SLO (a shared pool every class's it serves), and its strategy's re-check (planner/strategies/) recomputes
 its TTFT/TPOT from the cost model at the pool's actual utilisation (and finds the plan's figures), its
 batch fitting in memory and its capacity per replica; each pool's devices are recounted from its
-parallelism × replicas (and its partner's); each class's traffic is split completely and every pool
+parallelism (tp × pp) × replicas (and its partner's); each class's traffic is split completely and every pool
 unit has the capacity for what it serves; power, inventory and cost recomputed from those device counts
 and catalog prices and TDPs are within the budgets (the cost budget counts what is paid: owned devices
 are free) and match the plan's totals; with ``whole_nodes`` those counts are whole nodes of each type
@@ -59,7 +59,8 @@ def verify_plan(plan: Plan, catalog: Catalog, options: CandidateOptions = Candid
             latency_ok = False
             continue
         again = strategy(pool.strategy).recheck(pool, rc, checking[pool.dtype or workload.dtype])
-        name = f"{pool.class_name}/{pool.strategy}/{pool.role} on {pool.device}x{pool.tp}"
+        stages = f"×pp{pool.pp}" if pool.pp > 1 else ""
+        name = f"{pool.class_name}/{pool.strategy}/{pool.role} on {pool.device}x{pool.tp}{stages}"
         latency_ok &= check(again.latency_ok, 0.0, again.note)
         memory_ok &= check(again.memory_ok, 0.0, f"{name}: batch {pool.batch} does not fit")
         most = pool.replicas * again.replica_rps * (1 + REL_TOL)
@@ -138,10 +139,10 @@ def checking_at(workload, options: CandidateOptions, costs) -> Checking:
 
 
 def pool_devices(pool: Pool) -> dict[str, int]:
-    """Devices of a pool recounted from its shape: ``tp × replicas`` of its device, plus ``partner_tp ×
+    """Devices of a pool recounted from its shape: ``tp × pp × replicas`` of its device, plus ``partner_tp ×
     partner_replicas`` of a partner on its own devices (a draft server or an expert pool; one per replica
     when the plan gives no partner count)."""
-    out = {pool.device: pool.tp * pool.replicas}
+    out = {pool.device: pool.tp * pool.pp * pool.replicas}
     if pool.partner_device is not None and pool.partner_tp is not None:
         out[pool.partner_device] = out.get(pool.partner_device, 0) + pool.partner_tp * partner_count(pool)
     return out

@@ -13,7 +13,8 @@ from planner.strategies.base import Candidate
 from planner.verify import verify_plan
 
 #: a fleet that owns small GPUs (L40S, 48 GB: the attention side of DeepSeek-V3 fits, the experts do not) and
-#: only 8 MI355X: 4 of them prefill, the other 4 hold the experts once
+#: only 8 MI355X: 4 of them prefill, the other 4 hold the experts once (no pipelines across L40S nodes, which would
+#: let them prefill the whole model: max_pp 1)
 OWNED_SMALL_GPUS = """
 model: deepseek-v3
 dtype: fp8
@@ -25,6 +26,7 @@ constraints:
   power_budget_kw: 1000
   devices: [l40s, mi355x]
   inventory: {l40s: 64, mi355x: 8}
+  max_pp: 1
 objective: max_goodput
 """
 

@@ -106,7 +106,7 @@ def test_estimate_json_is_stamped_with_its_options():
     assert out["catalog_fingerprint"] == load_catalog().fingerprint
     assert before <= utc(out["created_at"]) <= after
     assert out["options"] == {"model": "llama-3.3-70b", "device": "h100-sxm", "dtype": "bf16", "kv_dtype": "fp8",
-                              "tp": 8, "ep": 1, "batch": 4, "isl": 2048, "osl": 256, "paged_kv": True}
+                              "tp": 8, "ep": 1, "pp": 1, "batch": 4, "isl": 2048, "osl": 256, "paged_kv": True}
 
 
 def test_plan_json_is_stamped_with_its_solve_options(tmp_path):

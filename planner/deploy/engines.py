@@ -6,7 +6,10 @@ Sizes:
   ``max_num_tokens``): prefill pools ``batch · input tokens`` (the plan's prompts prefilled together);
   decode pools ``batch · (1 + k)`` (one token per sequence, plus k drafted ones when speculating);
   aggregated pools ``batch + chunk`` (decode tokens plus the planner's chunked-prefill budget);
-- memory fraction: the planner's usable fraction of device memory (planner.perf.memory).
+- memory fraction: the planner's usable fraction of device memory (planner.perf.memory);
+- parallelism: ``tp`` devices per pipeline stage and ``pp`` stages (vLLM ``--tensor-parallel-size`` /
+  ``--pipeline-parallel-size``, SGLang ``--tp-size`` / ``--pp-size``, TensorRT-LLM ``tensor_parallel_size`` /
+  ``pipeline_parallel_size``; their documentation pages in sources.py).
 """
 
 from __future__ import annotations
@@ -105,6 +108,11 @@ def notes(s: PoolSpec, stack: str) -> list[str]:
     if stack == "trtllm" and 1 < p.ep < p.tp:
         out.append(f"{p.ep} attention replicas of {p.tp // p.ep} GPUs: TensorRT-LLM's attention data parallelism "
                    "takes every rank or none, so attention runs tensor-parallel here and fewer sequences fit")
+    if p.pp > 1:
+        out.append(f"a replica spans {p.pp} nodes ({p.tp} devices each, one pipeline stage a node): start launch.sh "
+                   "as one multi-node engine (vLLM on a Ray cluster of those nodes; SGLang with --nnodes, --node-rank "
+                   "and --dist-init-addr on each; TensorRT-LLM under mpirun across them). No k8s.yaml: a Deployment "
+                   "cannot place one replica on several nodes (use a LeaderWorkerSet)")
     if p.partner_role == "ffn":
         out.append(f"attention/FFN disaggregation (experts on {p.partner_tp}x {p.partner_device}) has no public "
                    "stack option; written as one expert-parallel engine on the attention devices")
@@ -117,7 +125,7 @@ def vllm_options(s: PoolSpec) -> list[tuple[str, str | None]]:
     opts: list[tuple[str, str | None]] = [
         ("--served-model-name", hf_repo(s.model)),
         # data-parallel attention: ep engines of tp/ep GPUs, each with its share of the batch; experts over all tp
-        ("--tensor-parallel-size", str(p.tp // p.ep)), ("--pipeline-parallel-size", "1"),
+        ("--tensor-parallel-size", str(p.tp // p.ep)), ("--pipeline-parallel-size", str(p.pp)),
         ("--max-num-seqs", str(p.batch // p.ep)), ("--max-num-batched-tokens", str(token_budget(s))),
         ("--max-model-len", str(max_model_len(s))),
         ("--kv-cache-dtype", KV_DTYPES["vllm"].get(s.kv_dtype, "auto")),
@@ -146,7 +154,7 @@ def sglang_options(s: PoolSpec) -> list[tuple[str, str | None]]:
     p = s.pool
     opts: list[tuple[str, str | None]] = [
         ("--model-path", hf_repo(s.model)), ("--served-model-name", hf_repo(s.model)),
-        ("--tp-size", str(p.tp)), ("--pp-size", "1"),
+        ("--tp-size", str(p.tp)), ("--pp-size", str(p.pp)),
         ("--max-running-requests", str(p.batch)), ("--chunked-prefill-size", str(token_budget(s))),
         ("--context-length", str(max_model_len(s))),
         ("--kv-cache-dtype", KV_DTYPES["sglang"].get(s.kv_dtype, "auto")),
@@ -171,7 +179,7 @@ def trtllm_config(s: PoolSpec) -> dict:
     """The LLM API options YAML that ``trtllm-serve --extra_llm_api_options`` reads."""
     p = s.pool
     config: dict = {
-        "tensor_parallel_size": p.tp, "pipeline_parallel_size": 1,
+        "tensor_parallel_size": p.tp, "pipeline_parallel_size": p.pp,
         "max_batch_size": p.batch, "max_num_tokens": token_budget(s), "max_seq_len": max_model_len(s),
         "enable_chunked_prefill": p.role == "aggregated",
         "kv_cache_config": {"dtype": KV_DTYPES["trtllm"].get(s.kv_dtype, "auto"),

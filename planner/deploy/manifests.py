@@ -59,12 +59,15 @@ def dynamo_graph(name: str, image: str, workers: dict[str, dict]) -> dict:
             "metadata": {"name": name, "labels": labels(name)}, "spec": {"services": services}}
 
 
-def dynamo_worker(role: str, replicas: int, devices: int, image: str, args: list[str]) -> dict:
-    """One worker service of a graph: ``role`` aggregated, prefill or decode; ``args`` to ``dynamo.vllm``."""
+def dynamo_worker(role: str, replicas: int, devices: int, image: str, args: list[str], nodes: int = 1) -> dict:
+    """One worker service of a graph: ``role`` aggregated, prefill or decode; ``args`` to ``dynamo.vllm``; a replica
+    on ``nodes`` nodes of ``devices`` GPUs each (Dynamo's ``multinode.nodeCount``, sources.DYNAMO_MULTINODE)."""
     worker = {"componentType": "worker", "replicas": replicas,
               "envFromSecret": HF_SECRET, "resources": {"limits": {"gpu": str(devices)}},
               "extraPodSpec": {"mainContainer": {"image": image, "command": ["python3", "-m", "dynamo.vllm"],
                                                  "args": args}}}
+    if nodes > 1:
+        worker["multinode"] = {"nodeCount": nodes}
     if role in ("prefill", "decode"):
         worker["subComponentType"] = role
     return worker

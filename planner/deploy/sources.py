@@ -22,6 +22,7 @@ TRTLLM_SPEC = "https://nvidia.github.io/TensorRT-LLM/features/speculative-decodi
 TRTLLM_DISAGG = "https://docs.nvidia.com/dynamo/latest/components/backends/trtllm/kv-cache-tranfer.html"
 DYNAMO_DGD = "https://docs.nvidia.com/dynamo/v-0-7-0/additional-resources/advanced-kubernetes/api-reference.md"
 DYNAMO_VLLM = "https://docs.nvidia.com/dynamo/archive/0.4.0/components/backends/vllm/deploy/README.html"
+DYNAMO_MULTINODE = "https://docs.nvidia.com/dynamo/latest/kubernetes/deployment/multinode-deployment.html"
 K8S_DEVICE_PLUGINS = "https://kubernetes.io/docs/tasks/manage-gpus/scheduling-gpus/"
 
 #: ``vllm serve MODEL <flag> ...`` (also what ``python3 -m dynamo.vllm`` passes through to the engine)
@@ -82,7 +83,7 @@ DYNAMO_SERVICE_KEYS: dict[str, str] = {
                             "resources.limits.gpu", "extraPodSpec", "extraPodSpec.mainContainer",
                             "extraPodSpec.mainContainer.image", "extraPodSpec.mainContainer.command",
                             "extraPodSpec.mainContainer.args", "envFromSecret", "dynamoNamespace")
-}
+} | {"multinode": DYNAMO_MULTINODE, "multinode.nodeCount": DYNAMO_MULTINODE}  # a replica over several nodes
 #: Dynamo worker flags beyond the engine's own
 DYNAMO_FLAGS: dict[str, str] = {"--model": DYNAMO_VLLM, "--is-prefill-worker": DYNAMO_VLLM}
 

@@ -66,7 +66,8 @@ def deployment_tree(plan: Plan, target: str, vendors: Mapping[str, str], moe: bo
 
 
 def _pool_files(plan: Plan, index: int, pool: Pool, target: str, vendor: str, moe: bool) -> PoolFiles:
-    folder = f"{index:02d}-{slug(pool.class_name)}-{pool.role}-{pool.device}-tp{pool.tp}"
+    folder = f"{index:02d}-{slug(pool.class_name)}-{pool.role}-{pool.device}-tp{pool.tp}" + (
+        f"pp{pool.pp}" if pool.pp > 1 else "")
     platform = PLATFORMS.get(vendor)
     spec = pool_spec(plan, pool, moe, platform.vllm_device if platform else None)
     return PoolFiles(folder=folder, k8s_name=("sm-" + slug(folder))[:63].rstrip("-"),
@@ -103,7 +104,7 @@ def _launch_script(pf: PoolFiles) -> str:
     lines += [flag if value is None else f"{flag} {_quote(value)}" for flag, value in opts]
     body = " \\\n  ".join(lines)
     return (f"#!/usr/bin/env bash\n# {p.class_name} / {p.strategy} / {p.role}: {p.replicas} replica(s) of "
-            f"{p.tp}x {p.device} (batch {p.batch}); stack {pf.stack}. Run one per replica.\n"
+            f"{_size(p)} (batch {p.batch}); stack {pf.stack}. Run one per replica.\n"
             "set -euo pipefail\n"
             'CONFIG_DIR="${CONFIG_DIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)}"\n'
             "export CONFIG_DIR\n"
@@ -124,7 +125,7 @@ def _pool_tree(pf: PoolFiles) -> dict[str, str]:
     else:
         opts = sglang_options(pf.spec) if pf.stack == "sglang" else vllm_options(pf.spec)
         out[f"{base}/engine.yaml"] = dump_yaml({f.lstrip("-"): _typed(v) for f, v in opts})
-    if pf.stack != "dynamo":
+    if pf.stack != "dynamo" and pf.spec.pool.pp == 1:  # a multi-node replica is no Deployment (engines.notes)
         platform = PLATFORMS[pf.vendor]
         p = pf.spec.pool
         out[f"{base}/k8s.yaml"] = dump_yaml(
@@ -148,7 +149,7 @@ def _typed(value: str | None) -> bool | int | float | str:
 
 def _pool_readme(pf: PoolFiles) -> str:
     p = pf.spec.pool
-    head = (f"# {pf.folder}\n\n{p.replicas} replica(s) of {p.tp}x {p.device} ({pf.vendor}), batch {p.batch}, "
+    head = (f"# {pf.folder}\n\n{p.replicas} replica(s) of {_size(p)} ({pf.vendor}), batch {p.batch}, "
             f"serving class `{p.class_name}` ({p.strategy}, role {p.role}); predicted TTFT "
             f"{_ms(p.ttft_ms)}, TPOT {_ms(p.tpot_ms)}; limited by {p.limited_by}.\n\n")
     if pf.stack is None:
@@ -157,8 +158,14 @@ def _pool_readme(pf: PoolFiles) -> str:
     lines = [f"Stack: {pf.stack} ({PLATFORMS[pf.vendor].stack_note})."]
     lines += [f"- note: {n}" for n in notes(pf.spec, pf.stack)]
     files = "launch.sh, config.yaml (LLM API options)" if pf.stack == "trtllm" else "launch.sh, engine.yaml"
-    kube = "the DynamoGraphDeployment in ../../dynamo/" if pf.stack == "dynamo" else "k8s.yaml"
+    kube = ("the DynamoGraphDeployment in ../../dynamo/" if pf.stack == "dynamo" else
+            "k8s.yaml" if p.pp == 1 else "none written (see the note)")
     return head + "\n".join(lines) + f"\n\nFiles: {files}; Kubernetes: {kube}.\n"
+
+
+def _size(p: Pool) -> str:
+    """A replica's devices in words: ``8x h100-sxm``, or ``16x h100-sxm (tp 8 × pp 2)`` for a pipeline."""
+    return f"{p.tp * p.pp}x {p.device}" + (f" (tp {p.tp} × pp {p.pp})" if p.pp > 1 else "")
 
 
 def _ms(value: float | None) -> str:
@@ -178,7 +185,7 @@ def _dynamo_graphs(pools: list[PoolFiles]) -> dict[str, str]:
             p = pf.spec.pool
             role_name = {"prefill": "Prefill", "decode": "Decode"}.get(p.role, "")
             workers[f"Vllm{role_name}Worker{j}"] = dynamo_worker(p.role, p.replicas, p.tp, image,
-                                                                 _words(_command(pf)[1]))
+                                                                 _words(_command(pf)[1]), nodes=p.pp)
         out[f"dynamo/sm-{group}.yaml"] = dump_yaml(dynamo_graph(f"sm-{group}"[:63], image, workers))
     return out
 
@@ -187,7 +194,7 @@ def _readme(plan: Plan, target: str, written: list[PoolFiles]) -> str:
     t = plan.totals
     rows = "\n".join(
         f"| {pf.folder} | {pf.spec.pool.class_name} | {pf.spec.pool.strategy} | {pf.spec.pool.role} | "
-        f"{pf.spec.pool.tp}x {pf.spec.pool.device} | {pf.spec.pool.replicas} | {pf.spec.pool.batch} | "
+        f"{_size(pf.spec.pool)} | {pf.spec.pool.replicas} | {pf.spec.pool.batch} | "
         f"{pf.stack or 'service only'} | {_ms(pf.spec.pool.ttft_ms)} | {_ms(pf.spec.pool.tpot_ms)} |"
         for pf in written)
     bench = "\n".join(

@@ -44,9 +44,12 @@ def tensor_parallel_comm_s(layers: int, tokens, hidden_size: int, devices, link_
 
 
 def pipeline_hops_s(tokens, hidden_size: int, devices, link_bytes_s, hop_latency_s):
-    """Per forward pass through a layer pipeline over ``t`` chips: ``(t−1) · (α + tokens·d·2 / bw)``.
+    """Per forward pass through a layer pipeline of ``t`` segments: ``(t−1) · (α + tokens·d·2 / bw)`` seconds
+    (``bw`` in bytes/s, ``α`` in seconds).
 
-    SRAM machines split the layers across chips, so a token crosses every chip boundary once.
+    SRAM machines split the layers across chips, so a token crosses every chip boundary once (``t``: chips,
+    on the scale-up link); a pipeline-parallel GPU replica hands a micro-batch's activations from one stage
+    to the next (``t``: stages, on each device's scale-out NIC).
     """
     t = np.asarray(devices, dtype=float)
     message = np.asarray(tokens, dtype=float) * hidden_size * ACTIVATION_BYTES

@@ -18,7 +18,8 @@ from planner.perf.silicon import HardwareArrays
 
 @dataclass(frozen=True)
 class GridSpec:
-    """Axes of a grid. ``input_tokens`` is the prompt length; context at decode is ``isl + osl/2``."""
+    """Axes of a grid. ``input_tokens`` is the prompt length; context at decode is ``isl + osl/2``. A replica is
+    ``tp × pp`` devices: ``pp`` pipeline stages of ``tp`` (roofline.pipeline_shape)."""
 
     tp: tuple[int, ...]
     batch: tuple[int, ...]
@@ -30,6 +31,7 @@ class GridSpec:
     # with steady_state False: a static batch (prefilled together, then decoded), which no per-request scheduler runs
     steady_state: bool = False  # decode steps carry the prompts of requests that replace finished ones
     ep: int = 1  # expert-parallel groups, each an attention replica of tp/ep devices (roofline._pass)
+    pp: int = 1  # pipeline stages across nodes (GPU-like devices)
 
 
 @dataclass(frozen=True)
@@ -66,7 +68,7 @@ class GridResult:
 def evaluate_grid(model: ModelProfile, hardware: HardwareArrays, spec: GridSpec) -> GridResult:
     """Price every (device, tp, batch, prompt length) combination of ``spec`` on ``hardware``."""
     hw = hardware.expand(4)
-    n = np.asarray(spec.tp, dtype=float).reshape(1, -1, 1, 1)
+    n = np.asarray(spec.tp, dtype=float).reshape(1, -1, 1, 1) * spec.pp  # devices per replica
     b = np.asarray(spec.batch, dtype=float).reshape(1, 1, -1, 1)
     isl = np.asarray(spec.input_tokens, dtype=float).reshape(1, 1, 1, -1)
     context = isl + spec.output_tokens / 2.0
@@ -78,27 +80,28 @@ def evaluate_grid(model: ModelProfile, hardware: HardwareArrays, spec: GridSpec)
         # (each prompt token attends over its own prompt's prefix: isl/2 on average)
         per_request = isl / spec.output_tokens
         decode = decode_step(model, hw, n, b, context, prefill_tokens=(b - 1.0) * per_request, ep=spec.ep,
-                             prefill_context_tokens=isl / 2.0)
+                             prefill_context_tokens=isl / 2.0, pp=spec.pp)
         serving = decode_step(model, hw, n, b, context, prefill_tokens=b * per_request, ep=spec.ep,
-                              prefill_context_tokens=isl / 2.0)
+                              prefill_context_tokens=isl / 2.0, pp=spec.pp)
     else:
-        decode = serving = decode_step(model, hw, n, b, context, ep=spec.ep, requests=0.0 if static else None)
+        decode = serving = decode_step(model, hw, n, b, context, ep=spec.ep, requests=0.0 if static else None,
+                                       pp=spec.pp)
     prefill = prefill_pass(model, hw, n, isl, prompts=b if spec.static_batch_prefill else 1.0, ep=spec.ep,
-                           requests=0.0 if static else None)
+                           requests=0.0 if static else None, pp=spec.pp)
 
     if spec.paged_kv:
         held_tokens = memory.paged_kv_tokens(isl, spec.output_tokens)
     else:
         reserved = spec.reserved_context_tokens or int(max(spec.input_tokens)) + spec.output_tokens
         held_tokens = memory.contiguous_kv_tokens(np.full_like(isl, reserved))
-    kv_per_request = model.kv_bytes(held_tokens) * kv_share(model, hw, n / spec.ep) / spec.ep
+    kv_per_request = model.kv_bytes(held_tokens) * kv_share(model, hw, n / spec.ep, spec.pp) / spec.ep
     weights_per_device = model.weights_per_device(n, spec.ep)
     usable_w = hw.usable_weights_bytes
     beside_weights = np.where(hw.kv_spill, np.maximum(usable_w - weights_per_device, 0.0), 0.0)
     kv_room = np.where(hw.shared_tier, hw.usable_kv_bytes - weights_per_device, hw.usable_kv_bytes + beside_weights)
     max_batch = memory.max_concurrent_requests(kv_room, 0.0, kv_per_request)
     weights_fit = weights_per_device <= usable_w
-    within_domain = n <= hw.domain_size
+    within_domain = n / spec.pp <= hw.domain_size  # a stage's TP group within one domain
     fits = weights_fit & within_domain & (max_batch >= b)
     return GridResult(
         decode=decode,

@@ -79,15 +79,16 @@ class CostModel(Protocol):
     def silicon(self, device: Device | str, weights_dtype: str) -> Silicon: ...
     def profile(self, model_id: str, weights_dtype: str, kv_dtype: str | None = None) -> ModelProfile: ...
     def hardware(self, silicon: list[Silicon]) -> HardwareArrays: ...
-    def prefill(self, model: ModelProfile, hw, devices, new_tokens, cached_tokens=0.0, prompts=1.0, ep: int = 1) -> Cost: ...
+    def prefill(self, model: ModelProfile, hw, devices, new_tokens, cached_tokens=0.0, prompts=1.0, ep: int = 1,
+                pp: int = 1) -> Cost: ...
     def decode(self, model: ModelProfile, hw, devices, batch, context_tokens, prefill_tokens=0.0, ep: int = 1,
-               prefill_context_tokens=None) -> Cost: ...
+               prefill_context_tokens=None, pp: int = 1) -> Cost: ...
     def af_decode(self, model: ModelProfile, attention, attention_devices, experts, expert_devices, batch,
                   context_tokens, link_bytes_s, link_latency_s, sharing: int = 1) -> Cost: ...
     def spec_tpot_s(self, draft_step_s, verify_step_s, draft_tokens, acceptance_rate, round_trip_s=0.0): ...
     def spec_round_s(self, draft_step_s, draft_tokens, verify_step_s, round_trip_s=0.0): ...
     def expected_tokens_per_round(self, acceptance_rate, draft_tokens): ...
-    def kv_share(self, model: ModelProfile, hw, devices): ...
+    def kv_share(self, model: ModelProfile, hw, devices, pp: int = 1): ...
     def grid(self, model: ModelProfile, hw, spec: GridSpec) -> GridResult: ...
     def band(self, device_id: str, metric: str) -> Band: ...
     def source(self, device_id: str) -> str: ...
@@ -128,15 +129,18 @@ class RooflineModel:
         return held[1]
 
     # ---------------------------------------------------------------- passes
-    def prefill(self, model, hw, devices, new_tokens, cached_tokens=0.0, prompts=1.0, ep: int = 1) -> Cost:
+    def prefill(self, model, hw, devices, new_tokens, cached_tokens=0.0, prompts=1.0, ep: int = 1, pp: int = 1) -> Cost:
+        """Prefill of ``prompts`` prompts on ``devices`` devices in all (``pp`` pipeline stages of ``devices/pp``)."""
         arrays = self.hardware(hw)
-        return self._cost(prefill_pass(model, arrays, devices, new_tokens, cached_tokens, prompts, ep), arrays, "ttft")
+        return self._cost(prefill_pass(model, arrays, devices, new_tokens, cached_tokens, prompts, ep, pp=pp), arrays,
+                          "ttft")
 
     def decode(self, model, hw, devices, batch, context_tokens, prefill_tokens=0.0, ep: int = 1,
-               prefill_context_tokens=None) -> Cost:
+               prefill_context_tokens=None, pp: int = 1) -> Cost:
+        """A decode step of ``batch`` on ``devices`` devices in all (``pp`` pipeline stages of ``devices/pp``)."""
         arrays = self.hardware(hw)
         return self._cost(decode_step(model, arrays, devices, batch, context_tokens, prefill_tokens, ep,
-                                      prefill_context_tokens), arrays, "tpot")
+                                      prefill_context_tokens, pp=pp), arrays, "tpot")
 
     def af_decode(self, model, attention, attention_devices, experts, expert_devices, batch, context_tokens,
                   link_bytes_s, link_latency_s, sharing: int = 1) -> Cost:
@@ -159,9 +163,9 @@ class RooflineModel:
     def expected_tokens_per_round(self, acceptance_rate, draft_tokens):
         return spec.expected_tokens_per_round(acceptance_rate, draft_tokens)
 
-    def kv_share(self, model, hw, devices):
+    def kv_share(self, model, hw, devices, pp: int = 1):
         """Per-device share of a sequence's KV (roofline.kv_share)."""
-        return kv_share(model, self.hardware(hw), devices)
+        return kv_share(model, self.hardware(hw), devices, pp)
 
     def grid(self, model, hw, grid_spec: GridSpec) -> GridResult:
         return evaluate_grid(model, self.hardware(hw), grid_spec)

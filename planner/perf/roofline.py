@@ -16,10 +16,11 @@ A pass is three kernel groups, each on its own roofline, plus communication and 
   routing/permute/grouped-GEMM launches of a MoE layer ``b``, the framework's per-step cost ``c`` and
   its per-request host work ``e`` for each of the ``S`` sequences in the pass.
 
-GPUs split every layer over ``n`` devices (TP). SRAM machines split the layers into
-``S = min(n, L)`` sequential stages of ``p = n/S`` chips; ``g = min(T, S)`` micro-batches keep the
-stages busy, so a pass costs what one stage group of ``p`` chips takes for ``T/g`` tokens through
-every layer: at batch 1 the stages run one after another, and the batch fills the pipeline.
+GPUs split every layer over ``n`` devices (TP), or, pipeline parallel across nodes, the layers into ``pp``
+stages of ``n/pp``-way TP groups. SRAM machines split the layers into ``S = min(n, L)`` sequential stages
+of ``p = n/S`` chips. ``g`` micro-batches keep the stages busy (``min(T, S)`` on SRAM, ``min(sequences, pp)``
+on GPUs), so a pass costs what one stage group of ``p`` devices takes for ``T/g`` tokens through every
+layer: at batch 1 the stages run one after another, and the batch fills the pipeline.
 """
 
 from __future__ import annotations
@@ -75,11 +76,14 @@ def prefill_attention_flops(model: ModelProfile, new_tokens, cached_tokens=0.0):
     return carried_attention_flops(model, s, np.asarray(cached_tokens, dtype=float) + s / 2.0)
 
 
-def kv_share(model: ModelProfile, hw: HardwareArrays, devices):
-    """Per-device share of a sequence's KV: layer-split on SRAM pipelines, head-split under TP."""
+def kv_share(model: ModelProfile, hw: HardwareArrays, devices, pp: int = 1):
+    """Per-device share of a sequence's KV: layer-split on SRAM pipelines; on GPUs head-split over the
+    ``t = n/pp`` devices of a TP group (``1/min(t, n_kv)``, MLA's latent on every rank: 1) and layer-split over
+    ``pp`` stages: ``share_TP / pp``."""
     n = np.asarray(devices, dtype=float)
-    tp_share = np.ones_like(n) if model.mla else 1.0 / np.minimum(n, model.kv_heads)
-    return np.where(hw.sram, 1.0 / n, tp_share)
+    t = n / pp
+    tp_share = np.ones_like(n) if model.mla else 1.0 / np.minimum(t, model.kv_heads)
+    return np.where(hw.sram, 1.0 / n, tp_share / pp)
 
 
 def fixed_overhead_s(model: ModelProfile, hw: HardwareArrays, sequences=0.0):
@@ -89,16 +93,19 @@ def fixed_overhead_s(model: ModelProfile, hw: HardwareArrays, sequences=0.0):
     return fixed + np.asarray(sequences, dtype=float) * hw.sequence_overhead_s
 
 
-def pipeline_shape(model: ModelProfile, hw: HardwareArrays, devices, tokens):
+def pipeline_shape(model: ModelProfile, hw: HardwareArrays, devices, tokens, pp: int = 1, sequences=None):
     """``(S, p, g)``: sequential stages, devices working on one layer at once, micro-batches in flight.
 
-    TP: one stage of ``p = n`` devices and one micro-batch. SRAM pipelines: ``S = min(n, L)`` stages
-    of ``p = n/S`` chips and ``g = min(T, S)`` micro-batches of ``T/g`` tokens.
+    GPUs: ``S = pp`` stages of ``p = n/pp`` devices (TP alone: one stage of ``n``) and ``g = min(m, pp)``
+    micro-batches of whole sequences (``m``: the pass's sequences, default its tokens; an engine never splits
+    one sequence over micro-batches in flight). SRAM pipelines: ``S = min(n, L)`` stages of ``p = n/S`` chips
+    and ``g = min(T, S)`` micro-batches of ``T/g`` tokens.
     """
     n = np.asarray(devices, dtype=float)
     t = np.maximum(np.asarray(tokens, dtype=float), 1.0)
-    stages = np.where(hw.sram, np.minimum(n, model.layers), 1.0)
-    return stages, n / stages, np.where(hw.sram, np.minimum(t, stages), 1.0)
+    m = t if sequences is None else np.maximum(np.asarray(sequences, dtype=float), 1.0)
+    stages = np.where(hw.sram, np.minimum(n, model.layers), float(pp))
+    return stages, n / stages, np.minimum(np.where(hw.sram, t, m), stages)
 
 
 def kv_bandwidth(model: ModelProfile, hw: HardwareArrays, devices, kv_resident_bytes):
@@ -143,18 +150,20 @@ def dense_gemm_flops(model: ModelProfile, tokens, logit_rows):
 
 
 def _pass(model: ModelProfile, hw: HardwareArrays, devices, tokens, attention_flops, kv_read_bytes,
-          kv_write_bytes, ep: int = 1, logit_rows=None, sequences=0.0) -> PassCost:
+          kv_write_bytes, ep: int = 1, logit_rows=None, sequences=0.0, pp: int = 1, batch_sequences=None) -> PassCost:
     """Price a pass over ``tokens`` tokens whose attention costs ``attention_flops`` and reads/writes KV bytes.
 
     ``logit_rows`` of the tokens run the LM head (default: all). ``kv_read_bytes``/``kv_write_bytes`` are
-    per device (already divided by its share). ``ep > 1`` is
+    per device (already divided by its share). ``pp > 1``: a GPU pipeline of ``pp`` stages over the scale-out
+    network, ``batch_sequences`` sequences split into its micro-batches (``pipeline_shape``); each micro-batch
+    crosses the ``pp − 1`` stage boundaries on the NICs (``comm.pipeline_hops_s``). ``ep > 1`` is
     data-parallel attention with expert parallelism: ``ep`` attention replicas of ``n/ep``-way TP each
     take ``1/ep`` of the tokens; the routed experts are split over the ``ep`` groups, whose busiest one
     sets the pace (``expert_imbalance``), with a dispatch and a combine all-to-all per MoE layer.
     """
     n = np.asarray(devices, dtype=float)
     t_all = np.asarray(tokens, dtype=float)
-    stages, p, g = pipeline_shape(model, hw, n, t_all)
+    stages, p, g = pipeline_shape(model, hw, n, t_all, pp, batch_sequences)
     p = p / ep  # devices sharing one layer's dense work: the attention TP group
     t = t_all / g  # tokens of one micro-batch: what one pass through the stages carries
     t_dense = t / ep  # tokens of one attention replica
@@ -187,8 +196,10 @@ def _pass(model: ModelProfile, hw: HardwareArrays, devices, tokens, attention_fl
     compute = c_dense + c_exp + c_att
     memory = m_dense + m_exp + m_att
     roof = np.maximum(c_dense, m_dense) + np.maximum(c_exp, m_exp) + np.maximum(c_att, m_att)
-    tp = comm.tensor_parallel_comm_s(model.layers, t_all / ep, model.hidden_size, n / ep, hw.collective_bytes_s,
+    # a micro-batch's two all-reduces per layer within its stage's TP group, and its hops between the stages
+    tp = comm.tensor_parallel_comm_s(model.layers, t / ep, model.hidden_size, p, hw.collective_bytes_s,
                                      hw.collective_step_s, hw.collective_latency_s)
+    tp = tp + comm.pipeline_hops_s(t, model.hidden_size, pp, hw.nic_bytes_s, hw.nic_latency_s)
     if ep > 1 and model.moe_layers:
         tp = tp + comm.expert_all_to_all_s(model.moe_layers, t_all / ep, model.experts_active, model.hidden_size,
                                            ep, hw.collective_bytes_s, hw.collective_latency_s)
@@ -201,8 +212,9 @@ def _pass(model: ModelProfile, hw: HardwareArrays, devices, tokens, attention_fl
 
 
 def decode_step(model: ModelProfile, hw: HardwareArrays, devices, batch, context_tokens, prefill_tokens=0.0,
-                ep: int = 1, prefill_context_tokens=None, requests=None) -> PassCost:
-    """One decode step of ``b`` sequences at mean context ``c`` on ``n`` devices (``ep``: see ``_pass``).
+                ep: int = 1, prefill_context_tokens=None, requests=None, pp: int = 1) -> PassCost:
+    """One decode step of ``b`` sequences at mean context ``c`` on ``n`` devices (``ep``, ``pp``: see ``_pass``;
+    under ``pp`` the ``b`` decoding sequences make the micro-batches).
 
     Optionally carries ``q`` more tokens in the same pass; the step then runs its GEMMs over ``b + q``
     rows and adds their attention and KV writes. Given ``prefill_context_tokens``, the carried tokens
@@ -219,16 +231,17 @@ def decode_step(model: ModelProfile, hw: HardwareArrays, devices, batch, context
     attention = b * model.attention_flops_per_context_token_decode * model.attended_tokens(c)
     prompts = prefill_context_tokens is not None
     attention = attention + carried_attention_flops(model, q, prefill_context_tokens if prompts else c)
-    share = kv_share(model, hw, n / ep) / ep  # a device holds the KV of its replica's 1/ep of the sequences
+    share = kv_share(model, hw, n / ep, pp) / ep  # a device holds the KV of its replica's 1/ep of the sequences
     kv_read = b * model.kv_bytes(c) * share
     kv_write = (b + q) * model.kv_bytes(1.0) * share
     return _pass(model, hw, n, b + q, attention, kv_read, kv_write, ep, logit_rows=b if prompts else b + q,
-                 sequences=b if requests is None else requests)
+                 sequences=b if requests is None else requests, pp=pp, batch_sequences=b)
 
 
 def prefill_pass(model: ModelProfile, hw: HardwareArrays, devices, new_tokens, cached_tokens=0.0, prompts=1.0,
-                 ep: int = 1, requests=None) -> PassCost:
-    """Prefill of ``m`` prompts of ``s`` new tokens after ``p`` cached ones, together, on ``n`` devices.
+                 ep: int = 1, requests=None, pp: int = 1) -> PassCost:
+    """Prefill of ``m`` prompts of ``s`` new tokens after ``p`` cached ones, together, on ``n`` devices (under
+    ``pp`` the ``m`` prompts make the micro-batches: one prompt crosses the stages in turn).
 
     GEMMs run over ``m·s`` rows (the LM head over the ``m`` last ones); each prompt's attention covers
     its own prefix; the KV of the cached prefix is read and that of the ``m·s`` new tokens written.
@@ -238,10 +251,10 @@ def prefill_pass(model: ModelProfile, hw: HardwareArrays, devices, new_tokens, c
     s = np.asarray(new_tokens, dtype=float)
     m = np.asarray(prompts, dtype=float)
     p = np.asarray(cached_tokens, dtype=float)
-    share = kv_share(model, hw, n / ep) / ep
+    share = kv_share(model, hw, n / ep, pp) / ep
     attention = m * prefill_attention_flops(model, s, p)
     return _pass(model, hw, n, m * s, attention, m * model.kv_bytes(p) * share, m * model.kv_bytes(s) * share, ep,
-                 logit_rows=m, sequences=m if requests is None else requests)
+                 logit_rows=m, sequences=m if requests is None else requests, pp=pp, batch_sequences=m)
 
 
 def chunked_prefill_tokens_per_step(batch, input_tokens, output_tokens, prefix_cache_hit=0.0):

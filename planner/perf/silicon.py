@@ -56,6 +56,8 @@ def compute_scale(device: Device, fmt: str) -> float:
 
 #: chips per SRAM-machine replica, as multiples of the least count that holds the weights (1x to 8x)
 SRAM_MULTIPLES = (1, 2, 3, 4, 6, 8)
+#: pipeline stages a GPU replica may span (across scale-up domains) when no single domain holds the weights
+PIPELINE_STAGES = (2, 4, 8)
 
 
 @dataclass(frozen=True)
@@ -164,6 +166,21 @@ class Silicon:
         if self.sram:
             return [m * least for m in SRAM_MULTIPLES if m * least <= self.domain_size]
         return [2**i for i in range(0, 13) if least <= 2**i <= min(self.domain_size, max_devices)]
+
+    def replica_shapes(self, weights_bytes: float, max_devices: int = 64, max_pp: int = 1) -> list[tuple[int, int]]:
+        """``(tp, pp)`` shapes of a replica holding ``weights_bytes``: ``tp × pp`` devices, ``pp`` pipeline stages
+        of a ``tp``-way TP group each.
+
+        ``(n, 1)`` for every count of ``device_counts``. Only when there is none on a GPU-like device (not an SRAM
+        or dataflow pipeline: the weights exceed one scale-up domain at its largest TP), pipelines across domains:
+        for each ``pp`` of ``PIPELINE_STAGES`` up to ``max_pp``, the TP counts of ``device_counts`` that hold a
+        stage's ``1/pp`` of the weights.
+        """
+        counts = self.device_counts(weights_bytes, max_devices)
+        if counts or self.sram or self.dataflow:
+            return [(n, 1) for n in counts]
+        return [(n, pp) for pp in PIPELINE_STAGES if pp <= max_pp
+                for n in self.device_counts(weights_bytes / pp, max_devices)]
 
 
 #: Silicon fields that HardwareArrays stacks (numbers and flags; not the Device itself).

@@ -1,4 +1,5 @@
-"""Service times of a pool's replicas, priced through the CostModel the way the pool's strategy prices them.
+"""Service times of a pool's replicas, priced through the CostModel the way the pool's strategy prices them (on
+its ``tp × pp`` devices, ``pp`` pipeline stages).
 
 - prefill pools (pd_disagg, spec_decode, af_disagg): ``m`` queued prompts prefilled together as one pass
   (``CostModel.prefill`` at ``prompts=m``, the new and cached tokens of ``prompt_tokens``), then each prompt's KV
@@ -107,10 +108,11 @@ def service_for(pool: Pool, rc: RequestClass, ctx: ServiceContext) -> PrefillSer
     """The service model of ``pool`` serving ``rc`` (see the module docstring)."""
     costs, model = ctx.costs, ctx.model
     s = costs.silicon(pool.device, ctx.workload.dtype)
-    n, b = pool.tp, pool.batch
+    n, b, pp = pool.tp * pool.pp, pool.batch, pool.pp
     if pool.role == "prefill":
         new, cached = prompt_tokens(rc)
-        seconds = costs.prefill(model, s, n, new, cached, prompts=np.arange(1, b + 1, dtype=float), ep=pool.ep).total_s.reshape(-1)
+        seconds = costs.prefill(model, s, n, new, cached, prompts=np.arange(1, b + 1, dtype=float), ep=pool.ep,
+                                pp=pp).total_s.reshape(-1)
         move = float(transfer_s(float(model.kv_bytes(rc.input_tokens)), n * s.nic_bytes_s, s.nic_latency_s))
         return PrefillService(seconds, move)
     batches = np.arange(0, b + 1, dtype=float)
@@ -118,11 +120,11 @@ def service_for(pool: Pool, rc: RequestClass, ctx: ServiceContext) -> PrefillSer
     if pool.role == "aggregated":
         new, cached = prompt_tokens(rc)
         return StepService(b, lambda p: costs.decode(model, s, n, batches, c, prefill_tokens=p,
-                                                     prefill_context_tokens=cached + new / 2.0).total_s.reshape(-1),
+                                                     prefill_context_tokens=cached + new / 2.0, pp=pp).total_s.reshape(-1),
                            chunk_tokens=ctx.chunk_tokens)
     running = np.maximum(batches, 1.0)  # b = 0 is never stepped in a decode-only pool
     if pool.strategy == "pd_disagg":
-        return StepService(b, lambda p: costs.decode(model, s, n, running, c, ep=pool.ep).total_s.reshape(-1))
+        return StepService(b, lambda p: costs.decode(model, s, n, running, c, ep=pool.ep, pp=pp).total_s.reshape(-1))
     if pool.strategy == "spec_decode":
         return _spec_service(pool, rc, ctx, running)
     if pool.strategy == "af_disagg":

@@ -36,6 +36,7 @@ from planner.strategies.base import (
     recheck_mix,
     recheck_prefill,
     recheck_shared_prefill,
+    unoffered,
     within,
 )
 from planner.units import ms_to_s, s_to_ms
@@ -176,13 +177,13 @@ def step_of(pool: Pool, rc: RequestClass, check: Checking) -> tuple[float, bool]
 def recheck(pool: Pool, rc: RequestClass, check: Checking) -> Recheck:
     """An attention pool and its expert replicas: the ping-pong step, the attention side's KV, the expert side's
     weights (a shared pool: ``recheck_mix`` of every class's step)."""
+    if pool.role == "prefill":
+        return recheck_shared_prefill(pool, check, NAME) if pool.serves is not None else recheck_prefill(pool, rc, check)
+    if pool.pp > 1:  # attention replicas are tensor parallel only
+        return unoffered(pool)
     if pool.serves is not None:
-        if pool.role == "prefill":
-            return recheck_shared_prefill(pool, check, NAME)
         return recheck_mix(pool, check, lambda c: step_of(pool, c, check), lambda c: check.model.kv_bytes(c.input_tokens),
                            f"af_disagg (experts on {pool.partner_device})")
-    if pool.role == "prefill":
-        return recheck_prefill(pool, rc, check)
     step, fits = step_of(pool, rc, check)
     return Recheck(within(step, rc.slo.tpot_ms) and close(s_to_ms(step), pool.tpot_ms), fits,
                    pool.batch / (step * rc.output_tokens),

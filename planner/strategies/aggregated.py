@@ -26,7 +26,10 @@ from planner.strategies.base import (
     decode_fits,
     mean_context,
     money,
+    offered_shape,
     prompt_tokens,
+    replica_shapes,
+    unoffered,
     within,
 )
 from planner.units import ms_to_s, s_to_ms
@@ -64,24 +67,24 @@ def carrying_tokens(chunk_budget, new_tokens, mean_prefill_tokens):
     return np.minimum(chunk_budget, np.maximum(new_tokens, mean_prefill_tokens))
 
 
-def steps(costs, model, s, n, batch, rc: RequestClass, chunk_budget: int):
+def steps(costs, model, s, n, batch, rc: RequestClass, chunk_budget: int, pp: int = 1):
     """``(mean step, TPOT at the SLO's statistic, prompt service time, prefill tokens per step)`` of an aggregated
-    replica of ``n`` devices at ``batch`` (arrays over the batches, seconds): the mean step carries ``q``
-    prefill tokens, a prompt's chunks ride on ``⌈new / chunk⌉`` steps, the tail step is ``tail_tpot_s``'s."""
+    replica of ``n`` devices in ``pp`` stages at ``batch`` (arrays over the batches, seconds): the mean step carries
+    ``q`` prefill tokens, a prompt's chunks ride on ``⌈new / chunk⌉`` steps, the tail step is ``tail_tpot_s``'s."""
     new, cached = prompt_tokens(rc)
     b = np.asarray(batch, dtype=float)
     c = mean_context(rc)
     prompt = cached + new / 2.0  # the context a carried prompt token attends over, on average
     chunk = float(min(chunk_budget, new))
     q = chunked_prefill_tokens_per_step(b, rc.input_tokens, rc.output_tokens, rc.prefix_cache_hit)
-    step = costs.decode(model, s, n, b, c, prefill_tokens=q, prefill_context_tokens=prompt).total_s.reshape(-1)
+    step = costs.decode(model, s, n, b, c, prefill_tokens=q, prefill_context_tokens=prompt, pp=pp).total_s.reshape(-1)
     service = math.ceil(new / chunk) * costs.decode(model, s, n, b, c, prefill_tokens=chunk,
-                                                    prefill_context_tokens=prompt).total_s.reshape(-1)
+                                                    prefill_context_tokens=prompt, pp=pp).total_s.reshape(-1)
     tpot = step
     if rc.slo.percentile:
         held = carrying_tokens(chunk_budget, new, q)
-        loaded = costs.decode(model, s, n, b, c, prefill_tokens=held, prefill_context_tokens=prompt).total_s.reshape(-1)
-        plain = costs.decode(model, s, n, b, c).total_s.reshape(-1)
+        loaded = costs.decode(model, s, n, b, c, prefill_tokens=held, prefill_context_tokens=prompt, pp=pp).total_s.reshape(-1)
+        plain = costs.decode(model, s, n, b, c, pp=pp).total_s.reshape(-1)
         tpot = tail_tpot_s(step, loaded, plain, q / held, rc.slo.percentile)
     return step, tpot, service, q
 
@@ -91,10 +94,11 @@ def price(unit: str, ctx: Pricing, rc: RequestClass) -> list[Candidate]:
     b = np.asarray(options.batches, dtype=float)
     out = []
     for s in ctx.silicon:
-        for n in s.device_counts(model.weights_bytes, options.max_tp):
-            step, tpot, service, q = steps(costs, model, s, n, b, rc, options.chunk_tokens)
+        for tp, pp in replica_shapes(ctx, s, model.weights_bytes):
+            n = tp * pp
+            step, tpot, service, q = steps(costs, model, s, n, b, rc, options.chunk_tokens, pp)
             rho = max_utilization_at(ms_to_s(rc.slo.ttft_ms), service, 0.0, rc.slo.percentile)
-            per_seq = model.kv_bytes(paged_kv_tokens(rc.input_tokens, rc.output_tokens)) * costs.kv_share(model, s, n).reshape(-1)
+            per_seq = model.kv_bytes(paged_kv_tokens(rc.input_tokens, rc.output_tokens)) * costs.kv_share(model, s, n, pp).reshape(-1)
             fits = (b * per_seq <= s.kv_room_bytes(model.weights_bytes / n)) & (q <= options.chunk_tokens)
             capacity = b / (step * rc.output_tokens)
             ok = fits & (tpot <= ms_to_s(rc.slo.tpot_ms)) & (rho > 0)
@@ -107,7 +111,7 @@ def price(unit: str, ctx: Pricing, rc: RequestClass) -> list[Candidate]:
             else:
                 limited = "memory"
             out.append(Candidate(
-                class_name=rc.name, strategy=NAME, role="aggregated", device=s.id, tp=n, batch=int(b[i]),
+                class_name=rc.name, strategy=NAME, role="aggregated", device=s.id, tp=tp, pp=pp, batch=int(b[i]),
                 **money([(s, n)]), capacity_rps=float(capacity[i]), utilization_cap=float(rho[i]),
                 ttft_ms=s_to_ms(float(ttft)), tpot_ms=s_to_ms(float(tpot[i])),
                 limited_by=limited, extra={"service_s": float(service[i]), "transfer_s": 0.0},
@@ -119,12 +123,14 @@ def recheck(pool: Pool, rc: RequestClass, check: Checking) -> Recheck:
     """TPOT of the steady-state step, TTFT of the chunked prompt at the pool's utilisation, memory, req/s per replica."""
     model, costs = check.model, check.costs
     s = costs.silicon(pool.device, check.workload.dtype)
-    n, b = pool.tp, pool.batch
-    step, tpot, service, q = (float(x[0]) for x in steps(costs, model, s, n, [b], rc, check.options.chunk_tokens))
+    n, b, pp = pool.tp * pool.pp, pool.batch, pool.pp
+    if not offered_shape(check, s, pool):
+        return unoffered(pool)
+    step, tpot, service, q = (float(x[0]) for x in steps(costs, model, s, n, [b], rc, check.options.chunk_tokens, pp))
     ttft = float(wait_s(min(pool.utilization, pool.utilization_cap), service, rc.slo.percentile)) + service
     latency_ok = (within(tpot, rc.slo.tpot_ms) and close(s_to_ms(tpot), pool.tpot_ms)
                   and within(ttft, rc.slo.ttft_ms) and close(s_to_ms(ttft), pool.ttft_ms))
-    fits = decode_fits(model, costs, s, n, b, rc) and q <= check.options.chunk_tokens
+    fits = decode_fits(model, costs, s, n, b, rc, pp=pp) and q <= check.options.chunk_tokens
     return Recheck(latency_ok, fits, b / (step * rc.output_tokens),
                    f"aggregated on {pool.device}: recomputed TPOT {s_to_ms(tpot):.2f} ms / TTFT {s_to_ms(ttft):.1f} ms "
                    f"vs plan {pool.tpot_ms} / {pool.ttft_ms} ms")

@@ -90,6 +90,8 @@ class Candidate:
     #: expert-parallel groups: ``ep`` attention replicas of ``tp / ep`` devices (data-parallel attention), the routed
     #: experts split over all ``tp`` (1: tensor parallelism alone)
     ep: int = 1
+    #: pipeline stages across nodes, each a ``tp``-way TP group: ``tp × pp`` devices per replica (1: no pipeline)
+    pp: int = 1
     #: a shared replica: every class it may serve (``class_name`` is the one whose TPOT SLO bounds the mix's step);
     #: empty for a replica of ``class_name`` alone
     mix: tuple[ClassLoad, ...] = ()
@@ -98,11 +100,12 @@ class Candidate:
     def key(self) -> str:
         partner = f"+{self.partner_role}:{self.partner_device}x{self.partner_tp}" if self.partner_device else ""
         share = f"/{self.partner_share}" if self.partner_share > 1 else ""
+        pp = f"pp{self.pp}" if self.pp > 1 else ""
         if self.mix:
             k = f"k{self.extra['draft_tokens']}" if "draft_tokens" in self.extra else ""
-            return f"shared:{self.class_name}/{self.route}/{self.role}/{self.device}x{self.tp}{partner}{share}#{self.batch}{k}"
+            return f"shared:{self.class_name}/{self.route}/{self.role}/{self.device}x{self.tp}{pp}{partner}{share}#{self.batch}{k}"
         ep = f"ep{self.ep}" if self.ep > 1 else ""
-        return f"{self.class_name}/{self.route}/{self.role}/{self.device}x{self.tp}{ep}{partner}{share}"
+        return f"{self.class_name}/{self.route}/{self.role}/{self.device}x{self.tp}{pp}{ep}{partner}{share}"
 
     @property
     def route(self) -> str:
@@ -269,11 +272,25 @@ def kv_out_bytes(ctx: Pricing, rc: RequestClass, strategy: str) -> float:
     return edge_bytes(ctx.graph, rc.name, strategy, "prefill", target)
 
 
-def expert_groups(model: ModelProfile, s: Silicon, n: int) -> list[int]:
+def replica_shapes(ctx: Pricing | Checking, s: Silicon, weights_bytes: float) -> list[tuple[int, int]]:
+    """``(tp, pp)`` shapes a replica of ``s`` holding ``weights_bytes`` may take: TP within one scale-up domain up to
+    ``max_tp``, or, where no domain holds the weights, pipelines of up to the workload's ``max_pp`` stages
+    (``Silicon.replica_shapes``)."""
+    return s.replica_shapes(weights_bytes, ctx.options.max_tp, ctx.workload.constraints.max_pp)
+
+
+def offered_shape(check: Checking, s: Silicon, pool: Pool) -> bool:
+    """Whether a pool's ``tp × pp`` is a shape the candidates offer ``s`` for the model (``replica_shapes``): TP beyond
+    the scale-up domain, a pipeline where one domain would hold the model, or one beyond ``max_pp`` is none the planner
+    makes (nor one its cost model prices: TP collectives stop at the domain)."""
+    return (pool.tp, pool.pp) in replica_shapes(check, s, check.model.weights_bytes)
+
+
+def expert_groups(model: ModelProfile, s: Silicon, n: int, pp: int = 1) -> list[int]:
     """Expert-parallel group counts a replica of ``n`` devices may run: 1, and for a MoE model on GPU-like devices
-    (not SRAM or dataflow pipelines) every power of two from 2 to ``n`` (data-parallel attention, one attention
-    replica of ``n / ep`` devices per group, the routed experts over all ``n``)."""
-    if not model.moe_layers or s.sram or s.dataflow:
+    (not SRAM or dataflow pipelines) without pipeline stages every power of two from 2 to ``n`` (data-parallel
+    attention, one attention replica of ``n / ep`` devices per group, the routed experts over all ``n``)."""
+    if not model.moe_layers or s.sram or s.dataflow or pp > 1:
         return [1]
     return [1] + [2**i for i in range(1, 13) if 2**i <= n and n % 2**i == 0]
 
@@ -284,10 +301,10 @@ def whole_groups(batch, ep: int):
     return np.asarray(batch) % ep == 0
 
 
-def kv_per_device(model: ModelProfile, costs: CostModel, s: Silicon, n: int, ep: int = 1):
-    """A device's share of one sequence's KV: its attention replica's (``n / ep`` devices) share of the sequences
-    that replica holds (``1 / ep`` of them)."""
-    return costs.kv_share(model, s, n // ep).reshape(-1) / ep
+def kv_per_device(model: ModelProfile, costs: CostModel, s: Silicon, n: int, ep: int = 1, pp: int = 1):
+    """A device's share of one sequence's KV: its attention replica's (``n / ep`` devices, ``pp`` stages) share of
+    the sequences that replica holds (``1 / ep`` of them)."""
+    return costs.kv_share(model, s, n // ep, pp).reshape(-1) / ep
 
 
 def price_prefill(ctx: Pricing, rc: RequestClass, strategy: str) -> list[Candidate]:
@@ -300,14 +317,15 @@ def price_prefill(ctx: Pricing, rc: RequestClass, strategy: str) -> list[Candida
     m = np.asarray(ctx.options.prefill_batches, dtype=float)
     out = []
     for s in ctx.silicon:
-        for n in s.device_counts(model.weights_bytes, ctx.options.max_tp):
+        for tp, pp in replica_shapes(ctx, s, model.weights_bytes):
+            n = tp * pp
             move = float(transfer_s(kv_out, n * s.nic_bytes_s, s.nic_latency_s)) if kv_out else 0.0
             network_rps = n * s.nic_bytes_s / kv_out if kv_out else np.inf
             found = None
-            for ep in expert_groups(model, s, n):
+            for ep in expert_groups(model, s, n, pp):
                 weights = float(model.weights_per_device(n, ep))
-                service = costs.prefill(model, s, n, new, cached, prompts=m, ep=ep).total_s.reshape(-1)
-                fits = ((m * model.kv_bytes(rc.input_tokens) * kv_per_device(model, costs, s, n, ep) <= s.kv_room_bytes(weights))
+                service = costs.prefill(model, s, n, new, cached, prompts=m, ep=ep, pp=pp).total_s.reshape(-1)
+                fits = ((m * model.kv_bytes(rc.input_tokens) * kv_per_device(model, costs, s, n, ep, pp) <= s.kv_room_bytes(weights))
                         & (weights <= s.usable_weights_bytes) & whole_groups(m, ep))
                 rho = max_utilization_at(slo_s, service, move, rc.slo.percentile)
                 capacity = np.minimum(m / service, network_rps)
@@ -319,20 +337,21 @@ def price_prefill(ctx: Pricing, rc: RequestClass, strategy: str) -> list[Candida
             _, ep, i, service, rho, capacity = found
             ttft = wait_s(rho[i], service[i], rc.slo.percentile) + service[i] + move
             out.append(Candidate(
-                class_name=rc.name, strategy=strategy, role="prefill", device=s.id, tp=n, batch=int(m[i]),
+                class_name=rc.name, strategy=strategy, role="prefill", device=s.id, tp=tp, batch=int(m[i]),
                 **money([(s, n)]), capacity_rps=float(capacity[i]), utilization_cap=float(rho[i]),
                 ttft_ms=s_to_ms(float(ttft)), tpot_ms=None,
                 limited_by="network" if capacity[i] >= network_rps else "slo.ttft_ms",
-                extra={"service_s": float(service[i]), "transfer_s": move}, ep=ep,
+                extra={"service_s": float(service[i]), "transfer_s": move}, ep=ep, pp=pp,
             ))
     return out
 
 
-def slowest_prefill(costs: CostModel, model: ModelProfile, s: Silicon, n: int, classes: list[RequestClass], prompts):
+def slowest_prefill(costs: CostModel, model: ModelProfile, s: Silicon, n: int, classes: list[RequestClass], prompts,
+                    pp: int = 1):
     """The longest pass of ``prompts`` prompts of any of ``classes`` (new tokens and the cached prefix they attend
-    over both count), per prompt count (s)."""
-    return np.max([costs.prefill(model, s, n, *prompt_tokens(rc), prompts=np.asarray(prompts, dtype=float)).total_s.reshape(-1)
-                   for rc in classes], axis=0)
+    over both count) on ``n`` devices in ``pp`` stages, per prompt count (s)."""
+    return np.max([costs.prefill(model, s, n, *prompt_tokens(rc), prompts=np.asarray(prompts, dtype=float),
+                                 pp=pp).total_s.reshape(-1) for rc in classes], axis=0)
 
 
 def price_shared_prefill(ctx: Pricing, strategy: str) -> list[Candidate]:
@@ -356,9 +375,10 @@ def price_shared_prefill(ctx: Pricing, strategy: str) -> list[Candidate]:
         kv_out = max(kv_out_bytes(ctx, rc, strategy) for rc in members)
         slo_s = ms_to_s(tier.slo.ttft_ms)
         for s in ctx.silicon:
-            for n in s.device_counts(model.weights_bytes, ctx.options.max_tp):
-                service = slowest_prefill(costs, model, s, n, members, m)
-                fits = m * model.kv_bytes(isl) * costs.kv_share(model, s, n).reshape(-1) <= s.kv_room_bytes(model.weights_bytes / n)
+            for tp, pp in replica_shapes(ctx, s, model.weights_bytes):
+                n = tp * pp
+                service = slowest_prefill(costs, model, s, n, members, m, pp)
+                fits = m * model.kv_bytes(isl) * costs.kv_share(model, s, n, pp).reshape(-1) <= s.kv_room_bytes(model.weights_bytes / n)
                 move = float(transfer_s(kv_out, n * s.nic_bytes_s, s.nic_latency_s)) if kv_out else 0.0
                 rho = max_utilization_at(slo_s, service, move, tier.slo.percentile)
                 capacity = np.minimum(m / service, n * s.nic_bytes_s / kv_out if kv_out else np.inf)
@@ -367,9 +387,9 @@ def price_shared_prefill(ctx: Pricing, strategy: str) -> list[Candidate]:
                     continue
                 ttft = wait_s(rho[i], service[i], tier.slo.percentile) + service[i] + move
                 out.append(Candidate(
-                    class_name=tier.name, strategy=strategy, role="prefill", device=s.id, tp=n, batch=int(m[i]),
+                    class_name=tier.name, strategy=strategy, role="prefill", device=s.id, tp=tp, batch=int(m[i]),
                     **money([(s, n)]), capacity_rps=float(capacity[i]), utilization_cap=float(rho[i]),
-                    ttft_ms=s_to_ms(float(ttft)), tpot_ms=None, limited_by="slo.ttft_ms",
+                    ttft_ms=s_to_ms(float(ttft)), tpot_ms=None, limited_by="slo.ttft_ms", pp=pp,
                     extra={"service_s": float(service[i]), "transfer_s": move},
                     mix=tuple(ClassLoad(rc.name, float(capacity[i]), float(service[i])) for rc in members),
                 ))
@@ -400,16 +420,18 @@ def recheck_prefill(pool: Pool, rc: RequestClass, check: Checking) -> Recheck:
     """A prefill pool: TTFT at its planned utilisation (wait + service + KV hand-off), memory, prompts/s per replica."""
     model, costs = check.model, check.costs
     silicon = costs.silicon(pool.device, check.workload.dtype)
-    n, m, ep = pool.tp, pool.batch, pool.ep
-    if ep not in expert_groups(model, silicon, n) or not whole_groups(m, ep):
+    n, m, ep, pp = pool.tp * pool.pp, pool.batch, pool.ep, pool.pp
+    if not offered_shape(check, silicon, pool):
+        return unoffered(pool)
+    if ep not in expert_groups(model, silicon, n, pp) or not whole_groups(m, ep):
         return Recheck(False, False, 0.0, f"prefill on {pool.device}: {ep} expert groups on {n} devices, {m} prompts")
     new, cached = prompt_tokens(rc)
-    service = float(costs.prefill(model, silicon, n, new, cached, prompts=m, ep=ep).total_s.reshape(-1)[0])
+    service = float(costs.prefill(model, silicon, n, new, cached, prompts=m, ep=ep, pp=pp).total_s.reshape(-1)[0])
     kv = float(model.kv_bytes(rc.input_tokens))
     move = float(transfer_s(kv, n * silicon.nic_bytes_s, silicon.nic_latency_s))
     # at the planned utilisation, as the plan reports it (a solver's 1e-7 overshoot of the cap is the demand check's)
     ttft = float(wait_s(min(pool.utilization, pool.utilization_cap), service, rc.slo.percentile)) + service + move
-    share = float(kv_per_device(model, costs, silicon, n, ep)[0])
+    share = float(kv_per_device(model, costs, silicon, n, ep, pp)[0])
     weights = float(model.weights_per_device(n, ep))
     fits = weights <= silicon.usable_weights_bytes and m * kv * share <= silicon.kv_room_bytes(weights)
     return Recheck(within(ttft, rc.slo.ttft_ms) and close(s_to_ms(ttft), pool.ttft_ms), fits, m / service,
@@ -422,13 +444,15 @@ def recheck_shared_prefill(pool: Pool, check: Checking, strategy: str) -> Rechec
     model, costs = check.model, check.costs
     silicon = costs.silicon(pool.device, check.workload.dtype)
     members = [rc for rc in check.workload.classes if rc.name in pool.serves]
-    n, m = pool.tp, pool.batch
-    service = float(slowest_prefill(costs, model, silicon, n, members, [m])[0])
+    n, m, pp = pool.tp * pool.pp, pool.batch, pool.pp
+    if not offered_shape(check, silicon, pool):
+        return unoffered(pool)
+    service = float(slowest_prefill(costs, model, silicon, n, members, [m], pp)[0])
     kv = max(float(model.kv_bytes(rc.input_tokens)) for rc in members)
     move = float(transfer_s(kv, n * silicon.nic_bytes_s, silicon.nic_latency_s))
     percentile = members[0].slo.percentile
     ttft = float(wait_s(min(pool.utilization, pool.utilization_cap), service, percentile)) + service + move
-    share = float(costs.kv_share(model, silicon, n).reshape(-1)[0])
+    share = float(costs.kv_share(model, silicon, n, pp).reshape(-1)[0])
     fits = model.weights_bytes / n <= silicon.usable_weights_bytes and m * kv * share <= silicon.kv_room_bytes(model.weights_bytes / n)
     same = all(rc.slo.percentile == percentile for rc in members)
     return Recheck(same and within(ttft, min(rc.slo.ttft_ms for rc in members)) and close(s_to_ms(ttft), pool.ttft_ms), fits,
@@ -451,7 +475,7 @@ def recheck_mix(pool: Pool, check: Checking, own_step, kv_in_bytes, label: str) 
         kv += rps * kv_in_bytes(classes[name])
     total = sum(used.values())
     tpot = total / sum(used[k] / step[k] for k in used) if total > 0 else step[pool.class_name]
-    network_ok = kv <= pool.replicas * pool.tp * s.nic_bytes_s * (1 + 1e-9)
+    network_ok = kv <= pool.replicas * pool.tp * pool.pp * s.nic_bytes_s * (1 + 1e-9)
     rate = sum(pool.serves.values()) / total if total > 0 else 0.0
     return Recheck(close(s_to_ms(tpot), pool.tpot_ms) and network_ok and close(total / pool.replicas, pool.utilization),
                    fits, rate, f"shared {label} on {pool.device}: recomputed TPOT {s_to_ms(tpot):.2f} ms vs plan "
@@ -460,12 +484,19 @@ def recheck_mix(pool: Pool, check: Checking, own_step, kv_in_bytes, label: str) 
 
 
 def decode_fits(model: ModelProfile, costs: CostModel, silicon: Silicon, n: int, batch: int, rc: RequestClass,
-                extra_weights_per_device: float = 0.0, ep: int = 1) -> bool:
-    """The weights and ``batch`` sequences' paged KV fit on ``n`` devices (in ``ep`` expert groups)."""
-    if ep not in expert_groups(model, silicon, n) or not whole_groups(batch, ep):
+                extra_weights_per_device: float = 0.0, ep: int = 1, pp: int = 1) -> bool:
+    """The weights and ``batch`` sequences' paged KV fit on ``n`` devices (in ``ep`` expert groups, ``pp`` stages)."""
+    if ep not in expert_groups(model, silicon, n, pp) or not whole_groups(batch, ep):
         return False
     live_kv = float(model.kv_bytes(paged_kv_tokens(rc.input_tokens, rc.output_tokens)))
-    share = float(kv_per_device(model, costs, silicon, n, ep)[0])
+    share = float(kv_per_device(model, costs, silicon, n, ep, pp)[0])
     weights = float(model.weights_per_device(n, ep))
     room = silicon.kv_room_bytes(weights, extra_weights_per_device)
     return weights <= silicon.usable_weights_bytes and batch * live_kv * share <= room
+
+
+def unoffered(pool: Pool) -> Recheck:
+    """The re-check of a pool whose ``tp × pp`` shape the candidates never offer its device (``offered_shape``)."""
+    return Recheck(False, False, 0.0, f"{pool.class_name}/{pool.strategy}/{pool.role} on {pool.device}: tp {pool.tp} × "
+                                      f"pp {pool.pp} is not a shape the planner offers (TP within one scale-up domain; "
+                                      "pipelines only where no domain holds the weights, up to constraints.max_pp stages)")

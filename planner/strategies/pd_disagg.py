@@ -26,11 +26,14 @@ from planner.strategies.base import (
     mean_context,
     money,
     node_id,
+    offered_shape,
     price_prefill,
     price_shared_prefill,
     recheck_prefill,
     recheck_mix,
     recheck_shared_prefill,
+    replica_shapes,
+    unoffered,
     whole_groups,
     within,
 )
@@ -60,11 +63,12 @@ def price(unit: str, ctx: Pricing, rc: RequestClass) -> list[Candidate]:
     live = model.kv_bytes(paged_kv_tokens(rc.input_tokens, rc.output_tokens))
     out = []
     for s in ctx.silicon:
-        for n in s.device_counts(model.weights_bytes, ctx.options.max_tp):
-            groups = expert_groups(model, s, n)  # tensor parallelism alone, or data-parallel attention + EP
-            tpot = np.stack([costs.decode(model, s, n, b, mean_context(rc), ep=ep).total_s.reshape(-1) for ep in groups])
+        for tp, pp in replica_shapes(ctx, s, model.weights_bytes):
+            n = tp * pp
+            groups = expert_groups(model, s, n, pp)  # tensor parallelism alone, or data-parallel attention + EP
+            tpot = np.stack([costs.decode(model, s, n, b, mean_context(rc), ep=ep, pp=pp).total_s.reshape(-1) for ep in groups])
             weights = [float(model.weights_per_device(n, ep)) for ep in groups]
-            fits = np.stack([(b * live * kv_per_device(model, costs, s, n, ep) <= s.kv_room_bytes(w)) & (w <= s.usable_weights_bytes)
+            fits = np.stack([(b * live * kv_per_device(model, costs, s, n, ep, pp) <= s.kv_room_bytes(w)) & (w <= s.usable_weights_bytes)
                              & whole_groups(b, ep) for ep, w in zip(groups, weights)])
             choices = decode_choices(rc, tpot[:, None, :], fits, b, n * s.nic_bytes_s / kv_in if kv_in else np.inf)
             ranked = [(c[2], -k, k) for k, c in enumerate(choices) if c is not None]  # most capacity, then fewest groups
@@ -73,9 +77,9 @@ def price(unit: str, ctx: Pricing, rc: RequestClass) -> list[Candidate]:
             k = max(ranked)[2]
             _, i, capacity, limited = choices[k]
             out.append(Candidate(
-                class_name=rc.name, strategy=NAME, role="decode", device=s.id, tp=n, batch=int(b[i]),
+                class_name=rc.name, strategy=NAME, role="decode", device=s.id, tp=tp, batch=int(b[i]),
                 **money([(s, n)]), capacity_rps=capacity, utilization_cap=DECODE_UTILIZATION,
-                ttft_ms=None, tpot_ms=s_to_ms(float(tpot[k, i])), limited_by=limited, ep=groups[k],
+                ttft_ms=None, tpot_ms=s_to_ms(float(tpot[k, i])), limited_by=limited, ep=groups[k], pp=pp,
             ))
     return out
 
@@ -103,10 +107,11 @@ def price_shared(ctx: Pricing) -> list[Candidate]:
         seen.add(names)
         bound_s = ms_to_s(tier.slo.tpot_ms)
         for s in (s for s in ctx.silicon if not s.kv_spill):
-            for n in s.device_counts(model.weights_bytes, ctx.options.max_tp):
-                step = np.array([costs.decode(model, s, n, b, mean_context(rc)).total_s.reshape(-1) for rc in members])
+            for tp, pp in replica_shapes(ctx, s, model.weights_bytes):
+                n = tp * pp
+                step = np.array([costs.decode(model, s, n, b, mean_context(rc), pp=pp).total_s.reshape(-1) for rc in members])
                 room = s.kv_room_bytes(model.weights_bytes / n)
-                share = costs.kv_share(model, s, n).reshape(-1)
+                share = costs.kv_share(model, s, n, pp).reshape(-1)
                 fits = np.all([b * model.kv_bytes(paged_kv_tokens(rc.input_tokens, rc.output_tokens)) * share <= room
                                for rc in members], axis=0)
                 picks = {int(np.flatnonzero(ok)[-1]) for ok in (fits & (step <= bound_s)) if ok.any()}
@@ -114,9 +119,9 @@ def price_shared(ctx: Pricing) -> list[Candidate]:
                     mix = tuple(ClassLoad(rc.name, float(b[i] / (step[k, i] * rc.output_tokens)), float(step[k, i]),
                                           network_rps(ctx, rc, s, n)) for k, rc in enumerate(members))
                     out.append(Candidate(
-                        class_name=tier.name, strategy=NAME, role="decode", device=s.id, tp=n, batch=int(b[i]),
+                        class_name=tier.name, strategy=NAME, role="decode", device=s.id, tp=tp, batch=int(b[i]),
                         **money([(s, n)]), capacity_rps=mix[0].capacity_rps, utilization_cap=DECODE_UTILIZATION,
-                        ttft_ms=None, tpot_ms=tier.slo.tpot_ms, limited_by="slo.tpot_ms", mix=mix,
+                        ttft_ms=None, tpot_ms=tier.slo.tpot_ms, limited_by="slo.tpot_ms", mix=mix, pp=pp,
                     ))
     return out + price_shared_prefill(ctx, NAME)
 
@@ -134,11 +139,14 @@ def recheck(pool: Pool, rc: RequestClass, check: Checking) -> Recheck:
         return recheck_prefill(pool, rc, check)
     model, costs = check.model, check.costs
     s = costs.silicon(pool.device, check.workload.dtype)
-    if pool.ep not in expert_groups(model, s, pool.tp):
-        return Recheck(False, False, 0.0, f"decode on {pool.device}: {pool.ep} expert groups on {pool.tp} devices")
-    tpot = float(costs.decode(model, s, pool.tp, pool.batch, mean_context(rc), ep=pool.ep).total_s.reshape(-1)[0])
+    n, pp = pool.tp * pool.pp, pool.pp
+    if not offered_shape(check, s, pool):
+        return unoffered(pool)
+    if pool.ep not in expert_groups(model, s, n, pp):
+        return Recheck(False, False, 0.0, f"decode on {pool.device}: {pool.ep} expert groups on {n} devices")
+    tpot = float(costs.decode(model, s, n, pool.batch, mean_context(rc), ep=pool.ep, pp=pp).total_s.reshape(-1)[0])
     return Recheck(within(tpot, rc.slo.tpot_ms) and close(s_to_ms(tpot), pool.tpot_ms),
-                   decode_fits(model, costs, s, pool.tp, pool.batch, rc, ep=pool.ep), pool.batch / (tpot * rc.output_tokens),
+                   decode_fits(model, costs, s, n, pool.batch, rc, ep=pool.ep, pp=pp), pool.batch / (tpot * rc.output_tokens),
                    f"decode on {pool.device}: recomputed TPOT {s_to_ms(tpot):.2f} ms vs plan {pool.tpot_ms} ms")
 
 
@@ -146,9 +154,12 @@ def recheck_shared(pool: Pool, check: Checking) -> Recheck:
     """A shared decode pool: ``recheck_mix`` with each class's decode step at the pool's batch."""
     model, costs = check.model, check.costs
     s = costs.silicon(pool.device, check.workload.dtype)
+    n, pp = pool.tp * pool.pp, pool.pp
+    if not offered_shape(check, s, pool):
+        return unoffered(pool)
 
     def own(rc):
-        return (float(costs.decode(model, s, pool.tp, pool.batch, mean_context(rc)).total_s.reshape(-1)[0]),
-                decode_fits(model, costs, s, pool.tp, pool.batch, rc))
+        return (float(costs.decode(model, s, n, pool.batch, mean_context(rc), pp=pp).total_s.reshape(-1)[0]),
+                decode_fits(model, costs, s, n, pool.batch, rc, pp=pp))
 
     return recheck_mix(pool, check, own, lambda rc: model.kv_bytes(rc.input_tokens), "decode")

@@ -40,6 +40,7 @@ from planner.strategies.base import (
     recheck_prefill,
     recheck_mix,
     recheck_shared_prefill,
+    unoffered,
     within,
 )
 from planner.units import ms_to_s, s_to_ms
@@ -258,10 +259,12 @@ def network_rps(ctx: Pricing, rc: RequestClass, v, n: int) -> float:
 
 def recheck(pool: Pool, rc: RequestClass, check: Checking) -> Recheck:
     """A verify+draft pool: the round's TPOT from both models' steps, memory of target (and local draft) KV."""
-    if pool.serves is not None:
-        return recheck_shared_prefill(pool, check, NAME) if pool.role == "prefill" else recheck_shared(pool, check)
     if pool.role == "prefill":
-        return recheck_prefill(pool, rc, check)
+        return recheck_shared_prefill(pool, check, NAME) if pool.serves is not None else recheck_prefill(pool, rc, check)
+    if pool.pp > 1:  # verify+draft replicas are tensor parallel only
+        return unoffered(pool)
+    if pool.serves is not None:
+        return recheck_shared(pool, check)
     k = pool.draft_tokens or check.workload.spec_decode.draft_tokens
     if k is None:
         return Recheck(False, False, 0.0, f"spec_decode on {pool.device}: the pool names no draft length")

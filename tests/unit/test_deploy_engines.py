@@ -84,3 +84,14 @@ def test_notes_say_what_the_files_cannot():
     assert any("quantized to int4" in n for n in notes(spec("decode", 8, dtype="int4"), "sglang"))
     assert any("KV cache int8" in n for n in notes(spec("decode", 8, kv="int8"), "trtllm"))
     assert dict(vllm_options(spec("decode", 8, kv="int8")))["--kv-cache-dtype"] == "auto"
+
+
+def test_a_pipeline_pool_names_its_stages_in_each_stack():
+    flat, staged = spec("decode", 64), spec("decode", 64, pp=2)  # tp 2 per stage, 2 stages
+    assert dict(vllm_options(flat))["--pipeline-parallel-size"] == "1"
+    assert (dict(vllm_options(staged))["--tensor-parallel-size"], dict(vllm_options(staged))["--pipeline-parallel-size"]) == ("2", "2")
+    assert (dict(sglang_options(staged))["--tp-size"], dict(sglang_options(staged))["--pp-size"]) == ("2", "2")
+    config = trtllm_config(staged)
+    assert (config["tensor_parallel_size"], config["pipeline_parallel_size"]) == (2, 2)
+    assert any("spans 2 nodes (2 devices each" in n for n in notes(staged, "vllm"))
+    assert not any("spans" in n for n in notes(flat, "vllm"))

@@ -35,10 +35,11 @@ class RoundNumbers:
     def silicon(self, device, weights_dtype):
         return SimpleNamespace(nic_bytes_s=1e11, nic_latency_s=0.0)
 
-    def prefill(self, model, hw, devices, new_tokens, cached_tokens=0.0, prompts=1.0, ep=1):
+    def prefill(self, model, hw, devices, new_tokens, cached_tokens=0.0, prompts=1.0, ep=1, pp=1):
         return SimpleNamespace(total_s=np.full(np.shape(prompts), PREFILL_S))
 
-    def decode(self, model, hw, devices, batch, context_tokens, prefill_tokens=0.0, ep=1, prefill_context_tokens=None):
+    def decode(self, model, hw, devices, batch, context_tokens, prefill_tokens=0.0, ep=1, prefill_context_tokens=None,
+               pp=1):
         return SimpleNamespace(total_s=0.01 + 1e-5 * (np.asarray(batch, dtype=float) + prefill_tokens))
 
     def af_decode(self, model, attention, attention_devices, experts, expert_devices, batch, context_tokens,

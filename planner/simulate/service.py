@@ -7,6 +7,7 @@
   admitted prompts, each attending over its own prompt (``CostModel.decode(…, prefill_tokens=p,
   prefill_context_tokens=cached + new/2)``), as aggregated.py prices a chunk-carrying step; in ``ep`` expert
   groups, up to ``chunk_tokens`` of each prompt and ``ep · chunk_tokens`` in all (one budget per attention rank);
+  a shared one at its classes' longest mean context and longest prompt context (as aggregated.shared_steps);
 - pd_disagg decode pools: the decode step at the running batch (``CostModel.decode``);
 - spec_decode pools: a round ``k·t_draft(b) + t_verify(b) + t_rtt(b)`` (``spec_round_s``, the draft local or on
   its partner silicon, ``round_trip_s`` as spec_decode.py prices it), each sequence gaining ``1 + min(k, G)``
@@ -98,8 +99,10 @@ class ServiceContext:
     chunk_tokens: int
 
 
-def service_for(pool: Pool, rc: RequestClass, ctx: ServiceContext) -> PrefillService | StepService:
-    """The service model of ``pool`` serving ``rc`` (see the module docstring)."""
+def service_for(pool: Pool, rc: RequestClass, ctx: ServiceContext,
+                members: list[RequestClass] | None = None) -> PrefillService | StepService:
+    """The service model of ``pool`` serving ``rc`` (see the module docstring); ``members``: the classes a shared
+    aggregated pool may serve (default ``rc`` alone)."""
     costs, model = ctx.costs, ctx.model
     s = costs.silicon(pool.device, ctx.workload.dtype)
     n, b = pool.tp, pool.batch
@@ -112,9 +115,11 @@ def service_for(pool: Pool, rc: RequestClass, ctx: ServiceContext) -> PrefillSer
     running = np.maximum(batches, 1.0)  # b = 0 is never stepped in a decode-only pool, nor without prefill
     c = mean_context(rc)
     if pool.role == "aggregated":
-        new, cached = prompt_tokens(rc)
+        members = members or [rc]
+        c = max(mean_context(k) for k in members)
+        prompt = max(cached + new / 2.0 for new, cached in map(prompt_tokens, members))
         return StepService(b, lambda p: costs.decode(model, s, n, batches if p > 0 else running, c, prefill_tokens=p,
-                                                     ep=pool.ep, prefill_context_tokens=cached + new / 2.0).total_s.reshape(-1),
+                                                     ep=pool.ep, prefill_context_tokens=prompt).total_s.reshape(-1),
                            chunk_tokens=ctx.chunk_tokens, groups=pool.ep)
     if pool.strategy == "pd_disagg":
         return StepService(b, lambda p: costs.decode(model, s, n, running, c, ep=pool.ep).total_s.reshape(-1))

@@ -19,8 +19,10 @@ from planner.queueing import max_utilization_at, wait_s
 from planner.schema import Pool, RequestClass
 from planner.strategies.base import (
     Candidate,
+    ClassLoad,
     Checking,
     Pricing,
+    REL_TOL,
     Recheck,
     add_task,
     best,
@@ -29,6 +31,7 @@ from planner.strategies.base import (
     kv_per_device,
     mean_context,
     money,
+    node_id,
     prompt_tokens,
     whole_groups,
     within,
@@ -145,9 +148,97 @@ def price(unit: str, ctx: Pricing, rc: RequestClass) -> list[Candidate]:
     return out
 
 
+def shared_steps(costs, model, s, n, batch, members: list[RequestClass], chunk_budget: int):
+    """``(τ̂ per member × batch, S, Q)`` of an aggregated replica of ``n`` devices shared by ``members`` at ``batch``
+    (seconds, seconds, tokens): ``Q = max_k b·new_k/osl_k``, the most prefill tokens a step of any mix carries;
+    ``τ̂_k`` the step over ``b`` of class k's sequences carrying ``Q`` tokens that attend over the members' longest
+    prompt context ``max_k (cached_k + new_k/2)``; ``S = max_k ⌈new_k / chunk_k⌉ · step(b at the longest mean
+    context, chunk_k tokens of class k's prompt)``, the longest prompt service. Members alike: each class's own."""
+    b = np.asarray(batch, dtype=float)
+    q = np.max([chunked_prefill_tokens_per_step(b, rc.input_tokens, rc.output_tokens, rc.prefix_cache_hit)
+                for rc in members], axis=0)
+    context = max(cached + new / 2.0 for new, cached in map(prompt_tokens, members))
+    tau = np.array([costs.decode(model, s, n, b, mean_context(rc), prefill_tokens=q,
+                                 prefill_context_tokens=context).total_s.reshape(-1) for rc in members])
+    longest = max(mean_context(rc) for rc in members)
+    service = np.max([math.ceil(new / min(chunk_budget, new)) * costs.decode(
+        model, s, n, b, longest, prefill_tokens=float(min(chunk_budget, new)),
+        prefill_context_tokens=cached + new / 2.0).total_s.reshape(-1) for new, cached in map(prompt_tokens, members)], axis=0)
+    return tau, service, q
+
+
+def shared_tiers(classes: list[RequestClass]) -> list[list[RequestClass]]:
+    """The member sets of shared aggregated replicas: for every TPOT SLO T and TTFT SLO F the classes state, the
+    classes whose SLOs are at least both (two or more, each set once), the tightest TPOT's class first."""
+    out, seen = [], set()
+    for tpot in sorted({rc.slo.tpot_ms for rc in classes}):
+        for ttft in sorted({rc.slo.ttft_ms for rc in classes}):
+            members = sorted((rc for rc in classes if rc.slo.tpot_ms >= tpot and rc.slo.ttft_ms >= ttft),
+                             key=lambda rc: (rc.slo.tpot_ms, rc.slo.ttft_ms, rc.name))
+            names = frozenset(rc.name for rc in members)
+            if len(members) > 1 and names not in seen:
+                seen.add(names)
+                out.append(members)
+    return out
+
+
+def price_shared(ctx: Pricing) -> list[Candidate]:
+    """Aggregated replicas shared by classes whose SLOs are means (a tail TPOT depends on which steps carry chunks,
+    not linear in the mix; such classes keep their own replicas). A tier (``shared_tiers``) has the tightest TPOT T
+    and TTFT F of its members. Per device, tp and tier, one candidate per member: the batch with the most usable
+    capacity ``ρ · min(b / (τ̂_k osl_k), 1 / S)`` at which that class alone steps within T (``shared_steps``), every
+    member's paged KV fitting and ``Q`` within the chunk budget.
+
+    Why the MILP's linear rows are safe. A mix holds class k on a share w_k of the b slots, so a step carries
+    ``Σ w_k b new_k/osl_k ≤ Q`` prefill tokens, each attending over at most the longest prompt context. A step grows
+    with the tokens it carries and the context they attend over; with those fixed (Q at the longest context), every
+    term of the step is a maximum or sum of parts linear in each sequence's KV read and attention FLOPs (convex in
+    the spilled KV's blended bandwidth), so the mix's step is at most ``Σ w_k τ̂_k`` (Jensen). Little's law gives
+    ``w_k ∝ λ_k osl_k``, so with ``x_k = λ_k τ̂_k osl_k / b`` replica-equivalents the step is within T when
+    ``Σ x_k (1 − T/τ̂_k) ≤ 0`` and the slots suffice when ``Σ x_k ≤ n``: milp/build.py's tier and share rows.
+    TTFT: a prompt's chunks ride on steps whose sequences are at most the longest mean context, so every prompt
+    is served within S; the prompts row ``Σ λ_k S ≤ ρ n`` keeps the M/D/1 server's utilisation within ρ, whose
+    wait with S (it grows with the service time) plus S is at most F. Members alike give each class's own figures."""
+    model, costs, options = ctx.model, ctx.costs, ctx.options
+    classes = [rc for rc in ctx.workload.classes
+               if ctx.graph.has_node(node_id(rc.name, NAME, "aggregated")) and rc.slo.percentile is None]
+    out = []
+    for members in shared_tiers(classes):
+        for s in ctx.silicon:
+            for n in s.device_counts(model.weights_bytes, options.max_tp):
+                out.extend(shared_at(ctx, members, s, n))
+    return out
+
+
+def shared_at(ctx: Pricing, members: list[RequestClass], s, n: int) -> list[Candidate]:
+    """``price_shared``'s candidates of one tier on ``n`` devices of ``s``."""
+    model, costs, options = ctx.model, ctx.costs, ctx.options
+    b = np.asarray(options.batches, dtype=float)
+    tau, service, q = shared_steps(costs, model, s, n, b, members, options.chunk_tokens)
+    fits = np.all([layout_fits(model, costs, s, n, 1, b, rc, q, options.chunk_tokens) for rc in members], axis=0)
+    tier, ttft_slo_ms = members[0], min(rc.slo.ttft_ms for rc in members)
+    rho = max_utilization_at(ms_to_s(ttft_slo_ms), service, 0.0, None)
+    slots = b / (tau * np.array([[rc.output_tokens] for rc in members], dtype=float))
+    usable = rho * np.minimum(slots, 1.0 / service)
+    picks = {best(fits & (tau[k] <= ms_to_s(tier.slo.tpot_ms)) & (rho > 0), usable[k]) for k in range(len(members))}
+    out = []
+    for i in sorted(picks - {None}):
+        mix = tuple(ClassLoad(rc.name, float(slots[k, i]), float(tau[k, i]), prompt_rps=float(1.0 / service[i]))
+                    for k, rc in enumerate(members))
+        out.append(Candidate(
+            class_name=tier.name, strategy=NAME, role="aggregated", device=s.id, tp=n, batch=int(b[i]),
+            **money([(s, n)]), capacity_rps=mix[0].capacity_rps, utilization_cap=float(rho[i]),
+            ttft_ms=s_to_ms(float(wait_s(rho[i], service[i], None) + service[i])), tpot_ms=tier.slo.tpot_ms,
+            limited_by="slo.tpot_ms", extra={"service_s": float(service[i]), "transfer_s": 0.0}, mix=mix,
+        ))
+    return out
+
+
 def recheck(pool: Pool, rc: RequestClass, check: Checking) -> Recheck:
     """TPOT of the steady-state step, TTFT of the chunked prompt at the pool's utilisation, memory, req/s per replica
-    (at the pool's expert groups)."""
+    (at the pool's expert groups); a shared pool: ``recheck_shared``."""
+    if pool.serves is not None:
+        return recheck_shared(pool, check)
     model, costs = check.model, check.costs
     s = costs.silicon(pool.device, check.workload.dtype)
     n, b, ep = pool.tp, pool.batch, pool.ep
@@ -161,3 +252,29 @@ def recheck(pool: Pool, rc: RequestClass, check: Checking) -> Recheck:
     return Recheck(latency_ok, fits, b / (step * rc.output_tokens),
                    f"aggregated on {pool.device}: recomputed TPOT {s_to_ms(tpot):.2f} ms / TTFT {s_to_ms(ttft):.1f} ms "
                    f"vs plan {pool.tpot_ms} / {pool.ttft_ms} ms")
+
+
+def recheck_shared(pool: Pool, check: Checking) -> Recheck:
+    """A shared aggregated pool, from the classes it may serve (``serves``): each class's step τ̂_k and the tier's
+    prompt service S (``shared_steps``); the mix's step ``Σ y_k / Σ (y_k / τ̂_k)`` with ``y_k = served_k · τ̂_k ·
+    osl_k / b`` (equal to the plan's TPOT) and its utilisation ``Σ y_k / replicas`` (the plan's); TTFT at the prompt
+    server's utilisation ``Σ served_k · S / replicas`` (within its cap, the tightest TTFT SLO, and the plan's);
+    every class's batch fitting with the tier's prefill tokens per step; requests/s per replica ``Σ served / Σ y``."""
+    model, costs = check.model, check.costs
+    s = costs.silicon(pool.device, check.workload.dtype)
+    members = sorted((rc for rc in check.workload.classes if rc.name in pool.serves), key=lambda rc: rc.name != pool.class_name)
+    tau, service, q = (x[..., 0] for x in shared_steps(costs, model, s, pool.tp, [pool.batch], members, check.options.chunk_tokens))
+    used = [pool.serves[rc.name] * float(t) * rc.output_tokens / pool.batch for rc, t in zip(members, tau)]
+    total = sum(used)
+    tpot = total / sum(y / float(t) for y, t in zip(used, tau)) if total > 0 else float(tau[0])  # idle: its tier's step
+    served = sum(pool.serves.values())
+    prompts = served * float(service) / pool.replicas
+    ttft = float(wait_s(min(prompts, pool.utilization_cap), float(service), None)) + float(service)
+    latency_ok = (close(s_to_ms(tpot), pool.tpot_ms) and close(total / pool.replicas, pool.utilization)
+                  and prompts <= pool.utilization_cap * (1 + REL_TOL) and within(ttft, min(rc.slo.ttft_ms for rc in members))
+                  and close(s_to_ms(ttft), pool.ttft_ms) and all(rc.slo.percentile is None for rc in members))
+    fits = all(layout_fits(model, costs, s, pool.tp, 1, [pool.batch], rc, q, check.options.chunk_tokens)[0] for rc in members)
+    return Recheck(latency_ok, bool(fits), served / total if total > 0 else 0.0,
+                   f"shared aggregated on {pool.device}: recomputed TPOT {s_to_ms(tpot):.2f} ms / TTFT {s_to_ms(ttft):.1f} ms "
+                   f"vs plan {pool.tpot_ms} / {pool.ttft_ms} ms, utilisation {total / pool.replicas:.3f} vs "
+                   f"{pool.utilization:.3f}, prompt server {prompts:.3f} (cap {pool.utilization_cap:.3f})")

@@ -46,12 +46,14 @@ class CandidateOptions:
 class ClassLoad:
     """One class a shared replica may serve: requests/s a replica carrying only this class's sequences at the
     pool's batch would complete (``b / (τ_k · osl_k)``, its slots' limit), that batch's step time τ_k (s), and its
-    network's limit."""
+    network's and prompt server's limits."""
 
     class_name: str
     capacity_rps: float
     step_s: float
     network_rps: float = float("inf")  # requests/s of this class whose KV hand-off the replica's NICs take in
+    #: requests/s of this class whose prompts an aggregated replica's chunked prefill completes at full use (1 / S)
+    prompt_rps: float = float("inf")
 
 
 @dataclass(frozen=True)
@@ -98,8 +100,9 @@ class Candidate:
     def key(self) -> str:
         partner = f"+{self.partner_role}:{self.partner_device}x{self.partner_tp}" if self.partner_device else ""
         share = f"/{self.partner_share}" if self.partner_share > 1 else ""
-        if self.mix:
-            return f"shared:{self.class_name}/{self.route}/{self.role}/{self.device}x{self.tp}#{self.batch}"
+        if self.mix:  # the classes it may serve too: tiers of one tightest class may differ in their members
+            members = "+".join(sorted(load.class_name for load in self.mix))
+            return f"shared:{self.class_name}/{self.route}/{self.role}/{self.device}x{self.tp}#{self.batch}@{members}"
         ep = f"ep{self.ep}" if self.ep > 1 else ""
         return f"{self.class_name}/{self.route}/{self.role}/{self.device}x{self.tp}{ep}{partner}{share}"
 

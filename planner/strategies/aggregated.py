@@ -192,19 +192,21 @@ def price_shared(ctx: Pricing) -> list[Candidate]:
     Why the MILP's linear rows are safe. A mix holds class k on a share w_k of the b slots, so a step carries
     ``Σ w_k b new_k/osl_k ≤ Q`` prefill tokens, each attending over at most the longest prompt context. A step grows
     with the tokens it carries and the context they attend over; with those fixed (Q at the longest context), every
-    term of the step is a maximum or sum of parts linear in each sequence's KV read and attention FLOPs (convex in
-    the spilled KV's blended bandwidth), so the mix's step is at most ``Σ w_k τ̂_k`` (Jensen). Little's law gives
-    ``w_k ∝ λ_k osl_k``, so with ``x_k = λ_k τ̂_k osl_k / b`` replica-equivalents the step is within T when
-    ``Σ x_k (1 − T/τ̂_k) ≤ 0`` and the slots suffice when ``Σ x_k ≤ n``: milp/build.py's tier and share rows.
-    TTFT: a prompt's chunks ride on steps whose sequences are at most the longest mean context, so every prompt
-    is served within S; the prompts row ``Σ λ_k S ≤ ρ n`` keeps the M/D/1 server's utilisation within ρ, whose
-    wait with S (it grows with the service time) plus S is at most F. Members alike give each class's own figures."""
+    term of the step is a maximum or sum of parts linear in each sequence's KV read and attention FLOPs, so the
+    mix's step is at most ``Σ w_k τ̂_k`` (Jensen; devices whose KV spills from SRAM to another tier read it at a
+    bandwidth that depends on the mix, so they are left out). Little's law gives ``w_k ∝ λ_k osl_k``, so with
+    ``x_k = λ_k τ̂_k osl_k / b`` replica-equivalents the step is within T when ``Σ x_k (1 − T/τ̂_k) ≤ 0`` and the
+    slots suffice when ``Σ x_k ≤ n``: milp/build.py's tier and share rows. TTFT: a prompt's chunks ride on steps
+    whose sequences are at most the longest mean context, so its service, priced as a class's own replica prices
+    it (one chunk a step at batch b), is at most S; the prompts row ``Σ λ_k S ≤ ρ n`` keeps the M/D/1 server's
+    utilisation within ρ, whose wait with S (it grows with the service time) plus S is at most F. Members alike
+    give each class's own figures."""
     model, costs, options = ctx.model, ctx.costs, ctx.options
     classes = [rc for rc in ctx.workload.classes
                if ctx.graph.has_node(node_id(rc.name, NAME, "aggregated")) and rc.slo.percentile is None]
     out = []
     for members in shared_tiers(classes):
-        for s in ctx.silicon:
+        for s in (s for s in ctx.silicon if not s.kv_spill):
             for n in s.device_counts(model.weights_bytes, options.max_tp):
                 out.extend(shared_at(ctx, members, s, n))
     return out

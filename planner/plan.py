@@ -133,7 +133,7 @@ def shared_pool(c: Candidate, n: int, loads: dict[tuple[str, str], float], pue: 
         utilization=total / n, utilization_cap=c.utilization_cap, capacity_rps=capacity, served_rps=served,
         ttft_ms=_ttft_at(c, served * c.extra["service_s"] / n if c.role == "aggregated" else total / n, percentile),
         tpot_ms=s_to_ms(step) if c.role != "prefill" else None,
-        limited_by=c.limited_by, serves=serves, dtype=c.dtype,
+        limited_by=c.limited_by, serves=serves, dtype=c.dtype, ep=c.ep,
     )
 
 

@@ -234,3 +234,40 @@ def test_a_shared_aggregated_pools_engine_takes_every_class_it_serves(shared_pla
     for target in ("vllm", "sglang"):
         files = deployment_tree(plan, target, {"h100-sxm": "nvidia"}, moe=False)
         assert files and unknown_options(files) == []
+
+
+def deepseek_pair(shared: bool) -> Workload:
+    return Workload.model_validate({
+        "model": "deepseek-v3", "dtype": "fp8", "kv_dtype": "fp8", "strategies": ["aggregated"], "shared_pools": shared,
+        "classes": [{"name": k, "rate_rps": 4, "input_tokens": 2000, "output_tokens": 500,
+                     "slo": {"ttft_ms": 2000, "tpot_ms": tpot}} for k, tpot in (("a", 40), ("b", 50))],
+        "constraints": {"power_budget_kw": 400, "pue": 1.2, "devices": ["b200"]}, "objective": "min_power",
+    })
+
+
+def test_a_shared_aggregated_moe_replica_runs_expert_groups(costs):
+    """Each rank of a shared DeepSeek-V3 replica in 8 groups carries an eighth of the tier's prefill (4b tokens a step:
+    b/2 per rank) and a prompt's step is priced with every rank carrying its 2,000-token chunk."""
+    model, b200 = costs.profile("deepseek-v3", "fp8", "fp8"), costs.silicon("b200", "fp8")
+    a, b = deepseek_pair(True).classes
+    tau, service, per_rank = shared_steps(costs, model, b200, 8, [512], [a, b], 2048, 8)
+    assert per_rank == pytest.approx([256.0])
+    busiest = costs.decode(model, b200, 8, 512.0, 2250.0, prefill_tokens=16000.0, ep=8, prefill_context_tokens=1000.0)
+    assert service == pytest.approx(busiest.total_s.reshape(-1))
+    assert tau[:, 0] == pytest.approx([steps(costs, model, b200, 8, [512], a, 2048, 8)[0][0]] * 2)  # alike: exact
+
+
+@pytest.mark.parametrize("solver", ["ortools", "pulp"])
+def test_two_moe_classes_share_one_expert_parallel_aggregated_replica(catalog, solver):
+    """4 req/s each of two alike DeepSeek-V3 chats: each fills under a fifth of an 8-B200 replica alone (16 B200 for
+    two), one shared replica carries both (8 B200), at y = 8 · 500 · τ / b."""
+    own = plan_workload(deepseek_pair(False), catalog, PlanOptions(solver=solver, baseline=False))
+    shared = plan_workload(deepseek_pair(True), catalog, PlanOptions(solver=solver, baseline=False))
+    assert own.totals.devices_by_type == {"b200": 16} and shared.totals.devices_by_type == {"b200": 8}
+    assert shared.status == "optimal" and shared.verification.ok, shared.verification.messages
+    (pool,) = shared.pools
+    assert pool.serves == pytest.approx({"a": 4.0, "b": 4.0}) and pool.ep > 1 and pool.batch % pool.ep == 0
+    assert pool.utilization == pytest.approx(8 * 500 * pool.tpot_ms / 1000 / pool.batch)
+    other = 1 if pool.ep > 2 else 8
+    tampered = shared.model_copy(update={"pools": (pool.model_copy(update={"ep": other}),)})
+    assert not verify_plan(tampered, catalog).checks["latency_recomputed"]

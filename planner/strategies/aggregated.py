@@ -148,23 +148,24 @@ def price(unit: str, ctx: Pricing, rc: RequestClass) -> list[Candidate]:
     return out
 
 
-def shared_steps(costs, model, s, n, batch, members: list[RequestClass], chunk_budget: int):
-    """``(τ̂ per member × batch, S, Q)`` of an aggregated replica of ``n`` devices shared by ``members`` at ``batch``
-    (seconds, seconds, tokens): ``Q = max_k b·new_k/osl_k``, the most prefill tokens a step of any mix carries;
-    ``τ̂_k`` the step over ``b`` of class k's sequences carrying ``Q`` tokens that attend over the members' longest
-    prompt context ``max_k (cached_k + new_k/2)``; ``S = max_k ⌈new_k / chunk_k⌉ · step(b at the longest mean
-    context, chunk_k tokens of class k's prompt)``, the longest prompt service. Members alike: each class's own."""
+def shared_steps(costs, model, s, n, batch, members: list[RequestClass], chunk_budget: int, ep: int = 1):
+    """``(τ̂ per member × batch, S, Q / ep)`` of an aggregated replica of ``n`` devices in ``ep`` expert groups shared
+    by ``members`` at ``batch`` (seconds, seconds, tokens per rank): ``Q = max_k b·new_k/osl_k``, the most prefill
+    tokens a step of any mix carries; ``τ̂_k`` the step over ``b`` of class k's sequences carrying ``Q`` tokens that
+    attend over the members' longest prompt context ``max_k (cached_k + new_k/2)``; ``S = max_k ⌈new_k / chunk_k⌉ ·
+    step(b at the longest mean context, chunk_k tokens of class k's prompt on every rank)``, the longest prompt
+    service (as ``steps`` prices one class). Members alike: each class's own figures."""
     b = np.asarray(batch, dtype=float)
     q = np.max([chunked_prefill_tokens_per_step(b, rc.input_tokens, rc.output_tokens, rc.prefix_cache_hit)
                 for rc in members], axis=0)
     context = max(cached + new / 2.0 for new, cached in map(prompt_tokens, members))
-    tau = np.array([costs.decode(model, s, n, b, mean_context(rc), prefill_tokens=q,
+    tau = np.array([costs.decode(model, s, n, b, mean_context(rc), prefill_tokens=q, ep=ep,
                                  prefill_context_tokens=context).total_s.reshape(-1) for rc in members])
     longest = max(mean_context(rc) for rc in members)
     service = np.max([math.ceil(new / min(chunk_budget, new)) * costs.decode(
-        model, s, n, b, longest, prefill_tokens=float(min(chunk_budget, new)),
+        model, s, n, b, longest, prefill_tokens=ep * float(min(chunk_budget, new)), ep=ep,
         prefill_context_tokens=cached + new / 2.0).total_s.reshape(-1) for new, cached in map(prompt_tokens, members)], axis=0)
-    return tau, service, q
+    return tau, service, q / ep
 
 
 def shared_tiers(classes: list[RequestClass]) -> list[list[RequestClass]]:
@@ -213,25 +214,32 @@ def price_shared(ctx: Pricing) -> list[Candidate]:
 
 
 def shared_at(ctx: Pricing, members: list[RequestClass], s, n: int) -> list[Candidate]:
-    """``price_shared``'s candidates of one tier on ``n`` devices of ``s``."""
+    """``price_shared``'s candidates of one tier on ``n`` devices of ``s``: per member, the expert groups and batch
+    with the most usable capacity for it (the fewest groups of equals)."""
     model, costs, options = ctx.model, ctx.costs, ctx.options
     b = np.asarray(options.batches, dtype=float)
-    tau, service, q = shared_steps(costs, model, s, n, b, members, options.chunk_tokens)
-    fits = np.all([layout_fits(model, costs, s, n, 1, b, rc, q, options.chunk_tokens) for rc in members], axis=0)
     tier, ttft_slo_ms = members[0], min(rc.slo.ttft_ms for rc in members)
-    rho = max_utilization_at(ms_to_s(ttft_slo_ms), service, 0.0, None)
-    slots = b / (tau * np.array([[rc.output_tokens] for rc in members], dtype=float))
-    usable = rho * np.minimum(slots, 1.0 / service)
-    picks = {best(fits & (tau[k] <= ms_to_s(tier.slo.tpot_ms)) & (rho > 0), usable[k]) for k in range(len(members))}
+    osl = np.array([[rc.output_tokens] for rc in members], dtype=float)
+    found: dict[int, tuple] = {}
+    for ep in expert_groups(model, s, n):
+        tau, service, q = shared_steps(costs, model, s, n, b, members, options.chunk_tokens, ep)
+        fits = np.all([layout_fits(model, costs, s, n, ep, b, rc, q, options.chunk_tokens) for rc in members], axis=0)
+        rho = max_utilization_at(ms_to_s(ttft_slo_ms), service, 0.0, None)
+        slots = b / (tau * osl)
+        usable = rho * np.minimum(slots, 1.0 / service)
+        for k in range(len(members)):
+            i = best(fits & (tau[k] <= ms_to_s(tier.slo.tpot_ms)) & (rho > 0), usable[k])
+            if i is not None and (k not in found or usable[k, i] > found[k][0]):
+                found[k] = (usable[k, i], ep, i, tau, service, rho, slots)
     out = []
-    for i in sorted(picks - {None}):
+    for ep, i, tau, service, rho, slots in sorted({v[1:3]: v[1:] for v in found.values()}.values(), key=lambda v: v[:2]):
         mix = tuple(ClassLoad(rc.name, float(slots[k, i]), float(tau[k, i]), prompt_rps=float(1.0 / service[i]))
                     for k, rc in enumerate(members))
         out.append(Candidate(
             class_name=tier.name, strategy=NAME, role="aggregated", device=s.id, tp=n, batch=int(b[i]),
             **money([(s, n)]), capacity_rps=mix[0].capacity_rps, utilization_cap=float(rho[i]),
             ttft_ms=s_to_ms(float(wait_s(rho[i], service[i], None) + service[i])), tpot_ms=tier.slo.tpot_ms,
-            limited_by="slo.tpot_ms", extra={"service_s": float(service[i]), "transfer_s": 0.0}, mix=mix,
+            limited_by="slo.tpot_ms", extra={"service_s": float(service[i]), "transfer_s": 0.0}, mix=mix, ep=ep,
         ))
     return out
 
@@ -257,15 +265,18 @@ def recheck(pool: Pool, rc: RequestClass, check: Checking) -> Recheck:
 
 
 def recheck_shared(pool: Pool, check: Checking) -> Recheck:
-    """A shared aggregated pool, from the classes it may serve (``serves``): each class's step τ̂_k and the tier's
-    prompt service S (``shared_steps``); the mix's step ``Σ y_k / Σ (y_k / τ̂_k)`` with ``y_k = served_k · τ̂_k ·
+    """A shared aggregated pool, from the classes it may serve (``serves``), at its expert groups: each class's step
+    τ̂_k and the tier's prompt service S (``shared_steps``); the mix's step ``Σ y_k / Σ (y_k / τ̂_k)`` with ``y_k = served_k · τ̂_k ·
     osl_k / b`` (equal to the plan's TPOT) and its utilisation ``Σ y_k / replicas`` (the plan's); TTFT at the prompt
     server's utilisation ``Σ served_k · S / replicas`` (within its cap, the tightest TTFT SLO, and the plan's);
     every class's batch fitting with the tier's prefill tokens per step; requests/s per replica ``Σ served / Σ y``."""
     model, costs = check.model, check.costs
     s = costs.silicon(pool.device, check.workload.dtype)
+    if pool.ep not in expert_groups(model, s, pool.tp):
+        return Recheck(False, False, 0.0, f"shared aggregated on {pool.device}: {pool.ep} expert groups on {pool.tp} devices")
     members = sorted((rc for rc in check.workload.classes if rc.name in pool.serves), key=lambda rc: rc.name != pool.class_name)
-    tau, service, q = (x[..., 0] for x in shared_steps(costs, model, s, pool.tp, [pool.batch], members, check.options.chunk_tokens))
+    tau, service, q = (x[..., 0] for x in shared_steps(costs, model, s, pool.tp, [pool.batch], members,
+                                                       check.options.chunk_tokens, pool.ep))
     used = [pool.serves[rc.name] * float(t) * rc.output_tokens / pool.batch for rc, t in zip(members, tau)]
     total = sum(used)
     tpot = total / sum(y / float(t) for y, t in zip(used, tau)) if total > 0 else float(tau[0])  # idle: its tier's step
@@ -275,7 +286,8 @@ def recheck_shared(pool: Pool, check: Checking) -> Recheck:
     latency_ok = (close(s_to_ms(tpot), pool.tpot_ms) and close(total / pool.replicas, pool.utilization)
                   and prompts <= pool.utilization_cap * (1 + REL_TOL) and within(ttft, min(rc.slo.ttft_ms for rc in members))
                   and close(s_to_ms(ttft), pool.ttft_ms) and all(rc.slo.percentile is None for rc in members))
-    fits = all(layout_fits(model, costs, s, pool.tp, 1, [pool.batch], rc, q, check.options.chunk_tokens)[0] for rc in members)
+    fits = all(layout_fits(model, costs, s, pool.tp, pool.ep, [pool.batch], rc, q, check.options.chunk_tokens)[0]
+               for rc in members)
     return Recheck(latency_ok, bool(fits), served / total if total > 0 else 0.0,
                    f"shared aggregated on {pool.device}: recomputed TPOT {s_to_ms(tpot):.2f} ms / TTFT {s_to_ms(ttft):.1f} ms "
                    f"vs plan {pool.tpot_ms} / {pool.ttft_ms} ms, utilisation {total / pool.replicas:.3f} vs "

@@ -100,10 +100,10 @@ class Candidate:
     def key(self) -> str:
         partner = f"+{self.partner_role}:{self.partner_device}x{self.partner_tp}" if self.partner_device else ""
         share = f"/{self.partner_share}" if self.partner_share > 1 else ""
+        ep = f"ep{self.ep}" if self.ep > 1 else ""
         if self.mix:  # the classes it may serve too: tiers of one tightest class may differ in their members
             members = "+".join(sorted(load.class_name for load in self.mix))
-            return f"shared:{self.class_name}/{self.route}/{self.role}/{self.device}x{self.tp}#{self.batch}@{members}"
-        ep = f"ep{self.ep}" if self.ep > 1 else ""
+            return f"shared:{self.class_name}/{self.route}/{self.role}/{self.device}x{self.tp}{ep}#{self.batch}@{members}"
         return f"{self.class_name}/{self.route}/{self.role}/{self.device}x{self.tp}{ep}{partner}{share}"
 
     @property

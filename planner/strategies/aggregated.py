@@ -5,7 +5,8 @@ sequences carries ``b · isl·(1−hit)/osl`` prefill tokens on average (the mea
 prompt's chunks ride on ``⌈new / chunk⌉`` steps (its service time, queued M/D/1 for TTFT). A percentile SLO
 sees the steps that carry a chunk: ``tail_tpot_s``. A MoE replica may run ``ep`` expert groups (data-parallel
 attention, ``expert_groups``): each attention rank holds ``b / ep`` sequences and its own scheduler's chunk
-budget, so a rank carries ``q / ep`` prefill tokens a step on average and at most one budget.
+budget, so a rank carries ``q / ep`` prefill tokens a step on average and at most one budget. With
+``shared_pools`` a replica may serve several classes (``price_shared``, re-checked by ``recheck_shared``).
 """
 
 from __future__ import annotations

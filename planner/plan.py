@@ -117,8 +117,9 @@ def shared_pool(c: Candidate, n: int, loads: dict[tuple[str, str], float], pue: 
     it carries none); its replica-equivalents ``y_k = served_k / cap_k``; the pool's capacity at that mix
     ``n · Σ served_k / Σ y_k`` req/s, so its utilisation is ``Σ y_k / n``. Decode: the mix's step
     ``τ = Σ y_k / Σ (y_k / τ_k)`` (full batches: at most that). Prefill: TTFT at that utilisation, of the
-    tier's longest service (the candidate's). A group with a shared partner counts ``partner_share`` target replicas
-    per MILP replica, as ``pools_of`` does."""
+    tier's longest service (the candidate's). Aggregated: that step, and TTFT at its prompt server's utilisation
+    ``Σ served_k · S / n`` (every prompt at the tier's longest service S). A group with a shared partner counts
+    ``partner_share`` target replicas per MILP replica, as ``pools_of`` does."""
     serves = {load.class_name: c.utilization_cap * load.capacity_rps * loads.get((c.key, load.class_name), 0.0)
               for load in c.mix}
     used = {load.class_name: serves[load.class_name] / load.capacity_rps for load in c.mix}
@@ -131,7 +132,8 @@ def shared_pool(c: Candidate, n: int, loads: dict[tuple[str, str], float], pue: 
         replicas=n * c.partner_share, devices=n * c.devices, devices_by_type={k: n * v for k, v in c.devices_by_type.items()},
         power_kw=n * pue * c.power_w / WATTS_PER_KW, cost_usd_per_hour=n * c.cost_usd_per_hour, capex_usd=n * c.capex_usd,
         utilization=total / n, utilization_cap=c.utilization_cap, capacity_rps=capacity, served_rps=served,
-        ttft_ms=_ttft_at(c, total / n, percentile), tpot_ms=s_to_ms(step) if c.role == "decode" else None,
+        ttft_ms=_ttft_at(c, served * c.extra["service_s"] / n if c.role == "aggregated" else total / n, percentile),
+        tpot_ms=s_to_ms(step) if c.role != "prefill" else None,
         limited_by=c.limited_by, serves=serves, dtype=c.dtype, ep=c.ep, pp=c.pp,
         partner_device=c.partner_device, partner_tp=c.partner_tp, partner_role=c.partner_role,
         partner_replicas=n if c.partner_device else None, draft_tokens=c.extra.get("draft_tokens"),

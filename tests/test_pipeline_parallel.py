@@ -220,3 +220,23 @@ def test_the_estimate_command_takes_pp():
     result = CliRunner().invoke(app, ["estimate", "--model", "llama-3.1-405b", "--device", "h100-sxm", "--tp", "8",
                                       "--pp", "9"])
     assert result.exit_code == 2 and "pp" in result.output
+
+
+@pytest.mark.parametrize("solver", ["ortools", "pulp"])
+def test_a_pipelined_aggregated_replica_may_be_shared(catalog, solver):
+    """Two 0.2 req/s classes of Llama-3.1-405B bf16 on H100s, TPOT 150 and 200 ms: each needs a pipelined replica of
+    16 H100s of its own (32 in all); shared, one tp8×pp2 replica serves both."""
+    def work(shared):
+        return Workload.model_validate({
+            "model": "llama-3.1-405b", "dtype": "bf16", "strategies": ["aggregated"], "shared_pools": shared,
+            "classes": [{"name": n, "rate_rps": 0.2, "input_tokens": 1000, "output_tokens": 200,
+                         "slo": {"ttft_ms": 5000, "tpot_ms": t}} for n, t in (("a", 150), ("b", 200))],
+            "constraints": {"power_budget_kw": 400, "devices": ["h100-sxm"]}, "objective": "min_power"})
+    own = plan_workload(work(False), catalog, PlanOptions(solver=solver, baseline=False))
+    shared = plan_workload(work(True), catalog, PlanOptions(solver=solver, baseline=False))
+    assert own.totals.devices_by_type == {"h100-sxm": 32} and shared.totals.devices_by_type == {"h100-sxm": 16}
+    (pool,) = shared.pools
+    assert (pool.tp, pool.pp, pool.replicas) == (8, 2, 1) and pool.serves == pytest.approx({"a": 0.2, "b": 0.2})
+    assert shared.verification.ok, shared.verification.messages
+    tampered = shared.model_copy(update={"pools": (pool.model_copy(update={"pp": 1}),)})
+    assert not verify_plan(tampered, catalog).ok

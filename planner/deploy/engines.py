@@ -5,7 +5,10 @@ Sizes:
 - token budget per step (vLLM ``max-num-batched-tokens``, SGLang ``chunked-prefill-size``, TRT-LLM
   ``max_num_tokens``): prefill pools ``batch · input tokens`` (the plan's prompts prefilled together);
   decode pools ``batch · (1 + k)`` (one token per sequence, plus k drafted ones when speculating);
-  aggregated pools ``batch + chunk`` (decode tokens plus the planner's chunked-prefill budget);
+  aggregated pools ``batch + ep · chunk`` (decode tokens plus the planner's chunked-prefill budget of each of
+  the ``ep`` attention ranks). That is the replica's; SGLang takes it whole (with DP attention it gives each
+  rank ``1 / dp-size`` of ``--chunked-prefill-size`` and ``--max-running-requests``), vLLM per data-parallel
+  engine (``1 / ep`` of it, as ``--max-num-seqs``);
 - memory fraction: the planner's usable fraction of device memory (planner.perf.memory);
 - parallelism: ``tp`` devices per pipeline stage and ``pp`` stages (vLLM ``--tensor-parallel-size`` /
   ``--pipeline-parallel-size``, SGLang ``--tp-size`` / ``--pp-size``, TensorRT-LLM ``tensor_parallel_size`` /
@@ -84,7 +87,7 @@ def token_budget(s: PoolSpec) -> int:
         return s.pool.batch * s.request_class.input_tokens
     if s.pool.role == "decode":
         return s.pool.batch * (1 + s.draft_tokens)
-    return s.pool.batch + CHUNK_TOKENS
+    return s.pool.batch + s.pool.ep * CHUNK_TOKENS
 
 
 def disaggregated(s: PoolSpec) -> bool:
@@ -126,7 +129,7 @@ def vllm_options(s: PoolSpec) -> list[tuple[str, str | None]]:
         ("--served-model-name", hf_repo(s.model)),
         # data-parallel attention: ep engines of tp/ep GPUs, each with its share of the batch; experts over all tp
         ("--tensor-parallel-size", str(p.tp // p.ep)), ("--pipeline-parallel-size", str(p.pp)),
-        ("--max-num-seqs", str(p.batch // p.ep)), ("--max-num-batched-tokens", str(token_budget(s))),
+        ("--max-num-seqs", str(p.batch // p.ep)), ("--max-num-batched-tokens", str(token_budget(s) // p.ep)),
         ("--max-model-len", str(max_model_len(s))),
         ("--kv-cache-dtype", KV_DTYPES["vllm"].get(s.kv_dtype, "auto")),
         ("--gpu-memory-utilization", f"{USABLE_MEMORY_FRACTION:g}"),

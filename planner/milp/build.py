@@ -16,8 +16,9 @@ in units of rate_k; λ ≥ 0 the uniform goodput scale.
     (5) cost         Σ_c $_c · n_c ≤ budget_$/h                           (when a cost budget is set)
     (6) scale        λ = 1 for min_cost and min_power
     (9) owned        Σ_c N_{c,d} · n_c − b_d ≤ owned_d,  b_d ≥ 0              ∀ owned type d
-    (10) shared      a shared replica c (decode for several classes) splits into x_{c,k} replica-equivalents
-                     per class, within n_c, its tier's TPOT and its NICs (add_shared); class k's demand row counts
+    (10) shared      a shared replica c (prefill, decode or aggregated for several classes) splits into x_{c,k}
+                     replica-equivalents per class, within n_c, its tier's TPOT, its NICs and its prompt server
+                     (add_shared); class k's demand row counts
                      ρ_c · slots_{c,k} · x_{c,k}, and those shares carry no more than k's traffic there
     (7) types        n_c ≤ U_c · y_d  ∀ c, d ∈ c;  Σ_d y_d ≤ max_device_types   (y_d ∈ {0,1}, when set)
     (8) other mix    Σ_{d∈S} (1 − y_d) + Σ_{d∉S} y_d ≥ 1  for each excluded device-type set S (alternatives),
@@ -172,6 +173,8 @@ def add_shared(b: ModelBuilder, candidates: list[Candidate], n: list[int]) -> de
         share     Σ_k x_{c,k} ≤ n_c
         tier      Σ_k x_{c,k} (1 − T_c / τ_{c,k}) ≤ 0          (the mix's step within the tier's TPOT T_c)
         network   Σ_k x_{c,k} · slots_{c,k} / net_{c,k} ≤ n_c   (the KV hand-offs within its NICs)
+        prompts   Σ_k x_{c,k} · slots_{c,k} / pr_{c,k} ≤ n_c    (an aggregated replica's chunked prefill: every
+                                                               prompt at the tier's longest service S = 1 / pr)
 
     and ``ρ_c · slots_{c,k} · x_{c,k}`` requests/s of class k's decode unit (add_demand: within that unit's
     traffic, so no idle share pads the mix). Returns those columns by unit ((class, strategy, role) →
@@ -186,12 +189,13 @@ def add_shared(b: ModelBuilder, candidates: list[Candidate], n: list[int]) -> de
         for col, load in zip(cols, c.mix):
             groups[(load.class_name, c.route, c.role)].append((col, c.utilization_cap * load.capacity_rps))
         b.add_row(f"share:{c.key}", cols + [j], [1.0] * len(cols) + [-1.0], hi=0.0)
-        tier = [1.0 - c.tpot_ms / s_to_ms(load.step_s) for load in c.mix] if c.role == "decode" else [0.0]
+        tier = [1.0 - c.tpot_ms / s_to_ms(load.step_s) for load in c.mix] if c.role != "prefill" else [0.0]
         if max(tier) > 0:  # a shared prefill replica counts every request at its tier's longest service
             b.add_row(f"tier:{c.key}", cols, tier, hi=0.0)
-        network = [load.capacity_rps / load.network_rps for load in c.mix]
-        if max(network) > 1:
-            b.add_row(f"network:{c.key}", cols + [j], network + [-1.0], hi=0.0)
+        for family, limits in (("network", [load.network_rps for load in c.mix]), ("prompts", [load.prompt_rps for load in c.mix])):
+            weights = [load.capacity_rps / limit for load, limit in zip(c.mix, limits)]
+            if max(weights) > 1:  # below 1 the share row implies it
+                b.add_row(f"{family}:{c.key}", cols + [j], weights + [-1.0], hi=0.0)
     return groups
 
 

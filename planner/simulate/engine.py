@@ -212,10 +212,12 @@ class BatchReplica(Replica):
                 self.start_decode(r)
 
     def chunk(self) -> list[tuple[list, int]]:
-        """The prefill tokens this step carries: from the oldest admitted prompt on, up to the budget."""
-        budget, carried = self.service.chunk_tokens, []
+        """The prefill tokens this step carries: from the oldest admitted prompt on, up to the budget (with expert
+        groups, one budget per attention rank: at most one budget of each prompt, ``groups`` budgets in all)."""
+        s = self.service
+        budget, carried = s.chunk_tokens * s.groups, []
         for item in self.prefilling:
-            take = min(item[1], budget)
+            take = min(item[1], budget, s.chunk_tokens)
             carried.append((item, take))
             budget -= take
             if budget <= 0:

@@ -93,8 +93,9 @@ def _start_pool(env, index: int, run: PoolRun, classes: dict[str, RequestClass],
     if missing:
         raise SimulationError(f"pools: {pool.class_name}/{pool.strategy}/{pool.role} serves unknown class {missing[0]!r}")
     lead = slowest(pool, [classes[name] for name in run.traffic])
-    service = service_for(pool, lead, ctx)
-    if isinstance(service, StepService) and len(run.traffic) > 1:  # a shared decode pool steps at its running mix
+    members = [classes[n] for n in pool.serves if n in classes] if pool.serves and pool.role == "aggregated" else [lead]
+    service = service_for(pool, lead, ctx, members)
+    if isinstance(service, StepService) and len(run.traffic) > 1:  # a shared pool steps at its running mix
         service.by_class = {name: service_for(pool, classes[name], ctx) for name in run.traffic}
     count = pool.replicas if options.max_replicas is None else min(pool.replicas, options.max_replicas)
     for j in range(count):

@@ -6,7 +6,9 @@ its ``tp × pp`` devices, ``pp`` pipeline stages).
   (``kv_bytes(isl)``) handed to the decode side over the replica's NICs (``transfer_s``), one after another;
 - aggregated pools: each step runs the ``b`` sequences in decode and up to ``chunk_tokens`` prefill tokens of
   admitted prompts, each attending over its own prompt (``CostModel.decode(…, prefill_tokens=p,
-  prefill_context_tokens=cached + new/2)``), as aggregated.py prices a chunk-carrying step;
+  prefill_context_tokens=cached + new/2)``), as aggregated.py prices a chunk-carrying step; in ``ep`` expert
+  groups, up to ``chunk_tokens`` of each prompt and ``ep · chunk_tokens`` in all (one budget per attention rank);
+  a shared one at its classes' longest mean context and longest prompt context (as aggregated.shared_steps);
 - pd_disagg decode pools: the decode step at the running batch (``CostModel.decode``);
 - spec_decode pools: a round ``k·t_draft(b) + t_verify(b) + t_rtt(b)`` (``spec_round_s``, the draft local or on
   its partner silicon, ``round_trip_s`` as spec_decode.py prices it), each sequence gaining ``1 + min(k, G)``
@@ -57,7 +59,8 @@ class StepService:
 
     batch: int
     price: Callable[[float], np.ndarray]  # p -> step seconds over b = 0 … batch
-    chunk_tokens: int = 0  # prefill tokens a step may carry (0: a decode-only pool)
+    chunk_tokens: int = 0  # prefill tokens a step may carry of one prompt (0: a decode-only pool)
+    groups: int = 1  # attention ranks, each with its own chunk budget (a step carries up to groups · chunk_tokens)
     draft_tokens: int = 0  # k of a speculative pool (0: one token a step)
     acceptance_rate: float = 0.0
     #: a shared pool: each class's own step (its sequences' context); a step over a mix of classes is the
@@ -104,8 +107,10 @@ class ServiceContext:
     chunk_tokens: int
 
 
-def service_for(pool: Pool, rc: RequestClass, ctx: ServiceContext) -> PrefillService | StepService:
-    """The service model of ``pool`` serving ``rc`` (see the module docstring)."""
+def service_for(pool: Pool, rc: RequestClass, ctx: ServiceContext,
+                members: list[RequestClass] | None = None) -> PrefillService | StepService:
+    """The service model of ``pool`` serving ``rc`` (see the module docstring); ``members``: the classes a shared
+    aggregated pool may serve (default ``rc`` alone)."""
     costs, model = ctx.costs, ctx.model
     s = costs.silicon(pool.device, ctx.workload.dtype)
     n, b, pp = pool.tp * pool.pp, pool.batch, pool.pp
@@ -116,13 +121,15 @@ def service_for(pool: Pool, rc: RequestClass, ctx: ServiceContext) -> PrefillSer
         move = float(transfer_s(float(model.kv_bytes(rc.input_tokens)), n * s.nic_bytes_s, s.nic_latency_s))
         return PrefillService(seconds, move)
     batches = np.arange(0, b + 1, dtype=float)
+    running = np.maximum(batches, 1.0)  # b = 0 is never stepped in a decode-only pool, nor without prefill
     c = mean_context(rc)
     if pool.role == "aggregated":
-        new, cached = prompt_tokens(rc)
-        return StepService(b, lambda p: costs.decode(model, s, n, batches, c, prefill_tokens=p,
-                                                     prefill_context_tokens=cached + new / 2.0, pp=pp).total_s.reshape(-1),
-                           chunk_tokens=ctx.chunk_tokens)
-    running = np.maximum(batches, 1.0)  # b = 0 is never stepped in a decode-only pool
+        members = members or [rc]
+        c = max(mean_context(k) for k in members)
+        prompt = max(cached + new / 2.0 for new, cached in map(prompt_tokens, members))
+        return StepService(b, lambda p: costs.decode(model, s, n, batches if p > 0 else running, c, prefill_tokens=p,
+                                                     ep=pool.ep, prefill_context_tokens=prompt, pp=pp).total_s.reshape(-1),
+                           chunk_tokens=ctx.chunk_tokens, groups=pool.ep)
     if pool.strategy == "pd_disagg":
         return StepService(b, lambda p: costs.decode(model, s, n, running, c, ep=pool.ep, pp=pp).total_s.reshape(-1))
     if pool.strategy == "spec_decode":

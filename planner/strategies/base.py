@@ -46,12 +46,14 @@ class CandidateOptions:
 class ClassLoad:
     """One class a shared replica may serve: requests/s a replica carrying only this class's sequences at the
     pool's batch would complete (``b / (τ_k · osl_k)``, its slots' limit), that batch's step time τ_k (s), and its
-    network's limit."""
+    network's and prompt server's limits."""
 
     class_name: str
     capacity_rps: float
     step_s: float
     network_rps: float = float("inf")  # requests/s of this class whose KV hand-off the replica's NICs take in
+    #: requests/s of this class whose prompts an aggregated replica's chunked prefill completes at full use (1 / S)
+    prompt_rps: float = float("inf")
 
 
 @dataclass(frozen=True)
@@ -101,10 +103,12 @@ class Candidate:
         partner = f"+{self.partner_role}:{self.partner_device}x{self.partner_tp}" if self.partner_device else ""
         share = f"/{self.partner_share}" if self.partner_share > 1 else ""
         pp = f"pp{self.pp}" if self.pp > 1 else ""
-        if self.mix:
-            k = f"k{self.extra['draft_tokens']}" if "draft_tokens" in self.extra else ""
-            return f"shared:{self.class_name}/{self.route}/{self.role}/{self.device}x{self.tp}{pp}{partner}{share}#{self.batch}{k}"
         ep = f"ep{self.ep}" if self.ep > 1 else ""
+        if self.mix:  # the classes it may serve too: tiers of one tightest class may differ in their members
+            k = f"k{self.extra['draft_tokens']}" if "draft_tokens" in self.extra else ""
+            members = "+".join(sorted(load.class_name for load in self.mix))
+            return (f"shared:{self.class_name}/{self.route}/{self.role}/{self.device}x{self.tp}{pp}{ep}{partner}{share}"
+                    f"#{self.batch}{k}@{members}")
         return f"{self.class_name}/{self.route}/{self.role}/{self.device}x{self.tp}{pp}{ep}{partner}{share}"
 
     @property

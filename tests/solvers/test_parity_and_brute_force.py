@@ -158,10 +158,12 @@ def shared_decode(classes: dict[str, float], slots: list[float], steps: list[flo
                                mix=tuple(ClassLoad(k, cap, step) for k, cap, step in zip(classes, slots, steps)))
 
 
-def brute_force_shared_scale(wl, cands, max_replicas: int) -> float:
+def brute_force_shared_scale(wl, cands, max_replicas: int, roles: tuple[str, ...] = ("prefill", "decode")) -> float:
     """Enumerate every replica vector; for each, the best λ is a small LP over the shared replicas' shares x_k
     (scipy's linprog: max λ with own capacity + x_k·slots_k ≥ rate_k·λ, x_k·slots_k ≤ rate_k·λ, Σ x_k ≤ n,
-    Σ x_k (1 − T/τ_k) ≤ 0), written here from the physics, not from milp/build.py."""
+    Σ x_k (1 − T/τ_k) ≤ 0, and an aggregated replica's prompts at most its prompt server's n requests/s of
+    service: Σ x_k·slots_k / prompts_k ≤ n), written here from the physics, not from milp/build.py. The shared
+    replicas serve the last of ``roles``; the others have own replicas only."""
     from scipy.optimize import linprog
 
     names = [rc.name for rc in wl.classes]
@@ -173,15 +175,15 @@ def brute_force_shared_scale(wl, cands, max_replicas: int) -> float:
         if sum(n * c.power_w for n, c in zip(counts, cands)) > budget_w + 1e-9:
             continue
         own = {(k, role): sum(n * c.effective_rps for n, c in zip(counts, cands)
-                              if not c.mix and c.class_name == k and c.role == role) for k in names for role in ("prefill", "decode")}
-        prefill = min(own[(k, "prefill")] / rate[k] for k in names)
+                              if not c.mix and c.class_name == k and c.role == role) for k in names for role in roles}
+        alone = min((own[(k, role)] / rate[k] for k in names for role in roles[:-1]), default=np.inf)
         # variables: λ, then x_{c,k} per shared candidate and class (loads in class order)
         cols = [(i, load) for i, c in enumerate(shared) for load in c.mix]
         a, b = [], []
         for k in names:
             a.append([rate[k]] + [-shared[i].utilization_cap * load.capacity_rps if load.class_name == k else 0.0
                                   for i, load in cols])
-            b.append(own[(k, "decode")])  # rate·λ − shared ≤ own
+            b.append(own[(k, roles[-1])])  # rate·λ − shared ≤ own
             a.append([-rate[k]] + [shared[i].utilization_cap * load.capacity_rps if load.class_name == k else 0.0
                                    for i, load in cols])
             b.append(0.0)  # shared ≤ rate·λ
@@ -191,8 +193,11 @@ def brute_force_shared_scale(wl, cands, max_replicas: int) -> float:
             b.append(float(n))
             a.append([0.0] + [(1.0 - c.tpot_ms / (1000.0 * load.step_s)) if i == j else 0.0 for i, load in cols])
             b.append(0.0)
-        a.append([1.0] + [0.0] * len(cols))
-        b.append(prefill)
+            a.append([0.0] + [load.capacity_rps / load.prompt_rps if i == j else 0.0 for i, load in cols])
+            b.append(float(n))
+        if np.isfinite(alone):
+            a.append([1.0] + [0.0] * len(cols))
+            b.append(alone)
         lp = linprog([-1.0] + [0.0] * len(cols), A_ub=a, b_ub=b, bounds=[(0, None)] * (1 + len(cols)))
         best = max(best, -lp.fun if lp.status == 0 else 0.0)
     return best
@@ -222,4 +227,43 @@ def test_random_shared_pool_instances_match_enumeration(instance):
         result = get_backend(backend).solve(capped, dataclasses.replace(EXACT, engine=engine))
         assert result.termination is Termination.OPTIMAL, result
         # abs: where nothing is servable an engine may return λ ~ 3e-6 within its 1e-6 row feasibility tolerance
+        assert float(result.x[model.blocks["scale"]][0]) == pytest.approx(expected, rel=REL_TOL, abs=1e-5), (backend, engine)
+
+
+def shared_aggregated(classes: dict[str, float], slots: list[float], steps: list[float], prompts_rps: float,
+                      rho: float, power_w: float):
+    """One shared aggregated candidate over ``classes`` (slot capacity and own step per class), tier 40 ms, its prompt
+    server completing ``prompts_rps`` prompts/s, its utilisation capped at ``rho`` (the tightest TTFT's)."""
+    from planner.strategies.base import ClassLoad
+
+    base = candidate(next(iter(classes)), "aggregated", "s", slots[0], power_w, strategy="aggregated")
+    return dataclasses.replace(base, tpot_ms=40.0, utilization_cap=rho, mix=tuple(
+        ClassLoad(k, cap, step, prompt_rps=prompts_rps) for k, cap, step in zip(classes, slots, steps)))
+
+
+@st.composite
+def shared_aggregated_instances(draw):
+    classes = {"fast": draw(st.floats(0.3, 2.0)), "slow": draw(st.floats(0.3, 2.0))}
+    cands = [candidate(k, "aggregated", "d", draw(st.floats(0.5, 3.0)), draw(st.floats(500.0, 2000.0)), strategy="aggregated")
+             for k in classes]
+    cands.append(shared_aggregated(classes, [draw(st.floats(0.5, 4.0)) for _ in classes],
+                                   [draw(st.floats(0.01, 0.03)), draw(st.floats(0.02, 0.08))], draw(st.floats(0.5, 6.0)),
+                                   draw(st.floats(0.5, 1.0)), draw(st.floats(500.0, 2000.0))))
+    units = {(k, "aggregated"): ["aggregated"] for k in classes}
+    return workload(classes, draw(st.floats(2.0, 8.0))), units, cands
+
+
+@settings(PROPERTY, max_examples=20)
+@given(shared_aggregated_instances())
+def test_random_shared_aggregated_instances_match_enumeration(instance):
+    """Shared aggregated replicas (the tier row and the prompt server's row may each bind: prompts as slow as a
+    shared replica's slots take 8 classes' worth) against the enumeration; every engine agrees."""
+    wl, units, cands = instance
+    replicas = 3
+    expected = brute_force_shared_scale(wl, cands, replicas, roles=("aggregated",))
+    model = build_model(wl, units, cands, BuildOptions(objective="max_goodput"))
+    capped = capped_at(model, replicas)
+    for backend, engine in ENGINES:
+        result = get_backend(backend).solve(capped, dataclasses.replace(EXACT, engine=engine))
+        assert result.termination is Termination.OPTIMAL, result
         assert float(result.x[model.blocks["scale"]][0]) == pytest.approx(expected, rel=REL_TOL, abs=1e-5), (backend, engine)

@@ -77,7 +77,7 @@ def test_paged_kv_fits_the_live_tokens_against_a_4k_reservation(claims):
     ("decode-speed", 3.10, 0.10, "differs"),  # gpt-oss-120b bf16, CS-3x8 733 vs H100x4 237 tok/s; the talk: 5x
     ("chunked-prefill", 39.6, 0.10, "agrees"),  # 6.9 s unchunked stall over a 174 ms step with the last chunk
     ("same-footprint", 2.40, 0.05, "differs"),  # the seed example's footprint.gain; the talk: 5x
-    ("same-power", 1.003, 0.02, "differs"),  # mixed-agents' gain over the best homogeneous fleet; the talk: 3-10x
+    ("same-power", 1.061, 0.02, "differs"),  # mixed-agents' gain over the best homogeneous fleet; the talk: 3-10x
     ("sram-draft", 4.17, 0.10, "differs"),  # spec-decode, H100 reference factor / plan factor; the talk: 10x
     # moe-af with af_disagg over pd_disagg only; no number in the talk. Prefill/decode pools with data-parallel
     # attention and expert parallelism (8 groups of one B200: MLA's KV no longer copied to every TP rank) serve as

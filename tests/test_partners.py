@@ -65,14 +65,15 @@ def test_one_to_one_experts_leave_the_small_gpus_idle(one_to_one):
 
 def test_a_shared_expert_pool_serves_eight_attention_replicas_and_beats_one_to_one(one_to_one, shared):
     decode = _decode(shared)
-    # one expert replica (4 MI355X) serves 8 L40S attention replicas of batch 256: the experts run 2,048 tokens a
-    # step, under the attention side, so TPOT stays at the one-to-one 76.27 ms (the L40S link binds first)
-    assert (decode.replicas, decode.partner_replicas) == (8, 1)
-    assert decode.tpot_ms == pytest.approx(_decode(one_to_one).tpot_ms, rel=1e-9)
-    assert shared.totals.devices_by_type == {"l40s": 8, "mi355x": 8}
-    assert shared.goodput_scale >= 2 * one_to_one.goodput_scale  # 7.4x: 0.908 (prefill's TTFT binds) vs 0.123
+    # one expert replica (4 MI355X) serves 16 L40S attention replicas of batch 256: the experts' 4,096-token
+    # step sets TPOT at 94.3 ms, slower than the one-to-one 76.26 ms but inside the 100 ms SLO (MI355X's MFU
+    # prior is its measured large-GEMM 0.68: with the old 0.35 guess a 16-way share missed the SLO and 8 won)
+    assert (decode.replicas, decode.partner_replicas) == (16, 1)
+    assert _decode(one_to_one).tpot_ms < decode.tpot_ms <= 100.0
+    assert shared.totals.devices_by_type == {"l40s": 16, "mi355x": 8}
+    assert shared.goodput_scale >= 2 * one_to_one.goodput_scale  # 11.8x: 1.424 vs 0.121
     assert shared.verification.ok, shared.verification.messages
-    assert partner_text(decode) == "ffn mi355x x4, 1 per 8 replicas"
+    assert partner_text(decode) == "ffn mi355x x4, 1 per 16 replicas"
 
 
 def test_both_backends_find_the_same_shared_plan(catalog, shared):
@@ -87,20 +88,23 @@ def _edit(plan, **changes):
 
 
 def test_verify_recomputes_the_step_of_an_expert_replica_shared_by_more_replicas(catalog, shared):
-    # the same 4 MI355X claimed for 16 attention replicas: the experts' 4,096-token step (79.7 ms) now sets
-    # TPOT at 97.1 ms, not the plan's 75.1 ms; the devices are recounted from replicas and partner replicas
-    edited = _edit(shared, replicas=16)
+    # the same 4 MI355X claimed for 32 attention replicas: the experts' 8,192-token step sets TPOT at 152.8 ms,
+    # not the plan's 94.3 ms; the devices are recounted from replicas and partner replicas
+    edited = _edit(shared, replicas=32)
     result = verify_plan(edited, catalog)
     assert not result.checks["latency_recomputed"]
-    assert any("1 per 16" in m for m in result.messages)
+    assert any("1 per 32" in m for m in result.messages)
     assert not result.checks["devices"]
 
 
 def test_verify_counts_every_partner_replica(catalog, shared):
-    # claiming 2 expert replicas for the same 8 attention replicas adds 4 MI355X the totals do not have
+    # claiming 2 expert replicas for the same 16 attention replicas adds 4 MI355X the totals do not have
     result = verify_plan(_edit(shared, partner_replicas=2), catalog)
     assert not result.checks["devices"]
-    assert result.checks["latency_recomputed"]  # 4 attention replicas per expert replica: no slower
+    # 8 attention replicas per expert replica: the recomputed step is the attention side's 76.26 ms, faster than
+    # the plan's 94.3 ms (verify reports any disagreement, faster too)
+    (latency,) = [m for m in result.messages if "recomputed TPOT" in m]
+    assert "(1 per 8): recomputed TPOT 76.26 ms" in latency
 
 
 def _group(share: int, power_w: float, capacity: float) -> Candidate:
@@ -126,8 +130,11 @@ def test_a_big_group_that_small_groups_beat_is_pruned():
 
 def test_verify_recomputes_a_draft_server_shared_by_more_targets(catalog):
     workload = Workload.model_validate(yaml.safe_load(Path("examples/workloads/spec-decode.yaml").read_text()))
-    # at half the example's 1 MW the plan serves one target replica with a d-Matrix draft server
-    workload = workload.model_copy(update={"constraints": workload.constraints.model_copy(update={"power_budget_kw": 500})})
+    # at half the example's 1 MW and an 8 ms TPOT SLO the plan serves its H200 targets with d-Matrix draft servers
+    # (at the example's 12 ms a co-located draft on one H200 is enough since the calibration of 2026-12-01)
+    classes = tuple(c.model_copy(update={"slo": c.slo.model_copy(update={"tpot_ms": 8.0})}) for c in workload.classes)
+    workload = workload.model_copy(update={"classes": classes,
+                                           "constraints": workload.constraints.model_copy(update={"power_budget_kw": 500})})
     plan = plan_workload(workload, catalog, PlanOptions(baseline=False))
     (remote,) = [p for p in plan.pools if p.partner_role == "draft"]
     assert plan.verification.ok and remote.partner_replicas == remote.replicas

@@ -30,9 +30,9 @@ def test_tp4_speeds_70b_decode_well_below_4x(catalog):
     print(f"\n70B fp8 decode on H100, TP1 -> TP4 speed-up: {speedup:.3f}x (talk: ~2x)")
     # the TP tax: fixed per-layer and per-step floors and two all-reduce calls per layer, each of
     # 2(t-1) ring steps, keep four devices well short of four times the speed (published H100 TP
-    # sweeps in the calibration records: 8B 1.76x at TP8). The issue asks 1.4-2.6x; the fitted model
-    # gives 2.60x, so the bound carries the model's own band, not a tuned number.
-    assert 1.4 < speedup < 2.7
+    # sweeps in the calibration records: 8B 1.68x at TP4, 1.77x at TP8). The issue's range is 1.4-2.6x;
+    # the fitted model gives 2.58x (catalogs/calibration/fit.yaml, 2026-12-01).
+    assert 1.4 < speedup < 2.6
     # and the energy per token grows with the devices thrown at it
     assert four.power_w * four.tpot_ms > one.power_w * one.tpot_ms
 

@@ -105,16 +105,22 @@ def map_trtllm(rec: dict) -> dict:
     dtype = rec["precision"].lower()
     tp = int(re.search(r"TP(\d+)", rec["notes"]).group(1))
     per_gpu = re.search(r"per-GPU = (\d+)", rec["notes"]).group(1)
-    moe = "; MoE: the row states TP only, the expert-parallel split is not given" if "Qwen3" in rec["model"] else ""
+    moe = "Qwen3" in rec["model"] and tp > 1
+    # the page runs MoE models with attention data-parallel and the experts split over the GPUs (DEP)
+    layout = {"tp": tp, "ep": tp} if moe else {"tp": tp}
+    moe_note = ("; MoE: recorded ep: {tp} (DEP{tp}): the page runs every MoE model with 'trtllm-bench --tp $tp_size "
+                "--ep $ep_size' and llm_options 'enable_attention_dp: true' (section Running the Benchmark, For MoE "
+                "models), i.e. attention data-parallel over the {tp} GPUs with the experts split across them; the table "
+                "gives TP{tp} and not $ep_size, so ep = tp is assumed").format(tp=tp) if moe else ""
     return {
         "id": f"trtllm-{ID_TAG.get(device, device)}-{short}-{dtype}-tp{tp}-isl{rec['isl']}-osl{rec['osl']}",
         "source": rec["source"], "date": "2025", "model": model, "device": device,
-        "devices": rec["accelerator_count"], "tp": tp, "weights_dtype": dtype, "kv_dtype": "fp8",
+        "devices": rec["accelerator_count"], **layout, "weights_dtype": dtype, "kv_dtype": "fp8",
         "framework": TRTLLM_FRAMEWORK, "regime": "max_throughput", "isl": rec["isl"], "osl": rec["osl"],
         "metric": "output_tokens_per_s", "value": rec["value"],
         "notes": (f"Table value 'Total Output Throughput' of the whole TP{tp} group (per GPU {per_gpu}); ModelOpt "
                   f"{dtype.upper()} checkpoint; FP8 KV assumed (not stated in the row); synthetic fixed lengths; "
-                  f"NVIDIA says not peak-tuned{moe}."),
+                  f"NVIDIA says not peak-tuned{moe_note}."),
     }
 
 

@@ -91,7 +91,9 @@ def _warn_if_stale(cal, stored) -> None:
                       markup=False)
             continue
         device = stored.device(members.devices[0])
-        drift = max(abs(getattr(device, k) - v) / max(abs(v), 1e-9) for k, v in fit.params.items())
+        # fit.yaml keeps 6 decimals: a term fitted to ~1e-10 from a zero prior is stored as 0.0, not drift
+        drift = max(abs(getattr(device, k) - v) / max(abs(v), 1e-9) if abs(getattr(device, k) - v) > 1e-6 else 0.0
+                    for k, v in fit.params.items())
         if drift > 0.01:
             err.print(f"note: family {name}: fit.yaml differs from a refit by {100 * drift:.0f}%; "
                       f"run `siliconmix calibrate --fit --write`", markup=False)

@@ -127,6 +127,19 @@ def test_importer_maps_a_trtllm_row():
     assert (r["regime"], r["metric"], r["value"], r["isl"], r["osl"]) == ("max_throughput", "output_tokens_per_s", 762, 2048, 128)
 
 
+def test_importer_records_the_pages_moe_runs_as_attention_dp_with_expert_parallelism():
+    """perf-overview.md runs MoE models with ``--ep`` and ``enable_attention_dp: true``: a TP8 row is DEP8."""
+    row = {"source": "NVIDIA TensorRT-LLM docs, perf-overview.md", "date": "2025 (TRT-LLM v1.0 docs)",
+           "model": "Qwen3-235B-A22B", "hardware": "NVIDIA H200 SXM 141GB (DGX H200) x8", "accelerator_count": 8,
+           "precision": "FP8", "isl": 128, "osl": 2048, "value": 42821,
+           "notes": "Synthetic uniform ISL/OSL (stdev 0); TP8; reported metric ...; per-GPU = 5353. ..."}
+    r = _importer().map_trtllm(row)
+    assert (r["tp"], r["ep"], r["devices"]) == (8, 8, 8)
+    assert "enable_attention_dp" in r["notes"]
+    dense = _importer().map_trtllm(dict(row, model="Llama-3.1-405B-Instruct", value=5348))
+    assert "ep" not in dense
+
+
 def test_importer_maps_an_mlperf_server_row_and_folds_its_latencies():
     url = "https://github.com/mlcommons/inference_results_v4.1/tree/main/closed/Dell/results/XE9680_H200_SXM_141GBx8_TRT/llama2-70b-99/Server"
     common = {"source": f"MLPerf Inference v4.1 Datacenter (closed division), submitter Dell, system 'x'; {url}",

@@ -65,17 +65,17 @@ def test_verify_recomputes_a_shared_verify_draft_pool(shared_plan, update, check
 
 
 def test_a_shared_group_with_a_draft_server_counts_its_targets_and_partner(catalog):
-    """A shared candidate of A100 targets whose draft runs on an H100 serving r of them: its pool has r targets per
+    """A shared candidate of H100 targets whose draft runs on a CS-3 serving r of them: its pool has r targets per
     MILP replica and one partner each, and the re-check prices the server's r·b sequences."""
-    work = two_apps(True, tpots=(6, 8), devices=("a100-80gb", "h100-sxm"))
+    work = two_apps(True, tpots=(6, 8), devices=("h100-sxm", "cs-3"))
     options = PlanOptions(baseline=False)
     priced = price_workload(work, catalog, options, RooflineModel(catalog))
-    groups = [c for c in priced.candidates if c.mix and c.partner_device == "h100-sxm" and c.partner_share > 1]
+    groups = [c for c in priced.candidates if c.mix and c.partner_device == "cs-3" and c.partner_share > 1]
     assert groups, "no shared verify group with a shared draft server was priced"
     c = groups[0]
     pool = shared_pool(c, 2, {(c.key, "a"): 0.5, (c.key, "b"): 0.25}, 1.0, None)
     assert pool.replicas == 2 * c.partner_share and pool.partner_replicas == 2 and pool.partner_tp == c.partner_tp
-    assert pool.devices_by_type == {"a100-80gb": 2 * c.partner_share * c.tp, "h100-sxm": 2 * c.partner_tp}
+    assert pool.devices_by_type == {"h100-sxm": 2 * c.partner_share * c.tp, "cs-3": 2 * c.partner_tp}
     assert pool.serves == pytest.approx({"a": c.utilization_cap * c.mix[0].capacity_rps * 0.5,
                                          "b": c.utilization_cap * c.mix[1].capacity_rps * 0.25})
     check = checking_at(work, options.candidates, RooflineModel(catalog))

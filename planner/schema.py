@@ -389,9 +389,10 @@ class Workload(Frozen):
     #: constraints; it may be a device the plan itself may not use
     baseline_device: Id | None = None
     objective: Objective = "max_goodput"
-    #: prefill and decode replicas (pd_disagg) and aggregated replicas may serve several classes: each class's
-    #: traffic a share of a pool bounded by the tightest SLO it serves. It couples the classes, so the class-by-class proof no longer
-    #: applies: worth it for small fleets, where whole replicas per class are the waste
+    #: replicas may serve several classes (aggregated; pd_disagg prefill and decode; spec_decode prefill and
+    #: verify+draft; af_disagg prefill and attention/expert groups): each class's traffic a share of a pool bounded by
+    #: the tightest SLO it serves. It couples the classes, so the class-by-class proof no longer applies: worth it
+    #: for small fleets, where whole replicas per class are the waste
     shared_pools: bool = False
 
     @property

@@ -192,8 +192,8 @@ def test_the_replay_sends_both_classes_to_the_shared_aggregated_pool(shared_plan
 
 
 def test_the_replay_steps_a_shared_aggregated_pool_at_its_longest_contexts():
-    """As the plan prices it: decode at the longest mean context (c: 500 + 12,000 / 2 = 6,500, over b's 6,050) and
-    prefill chunks at the longest prompt context (b: 6,000 / 2 = 3,000), whichever classes they come from."""
+    """As the plan prices it: prefill chunks at the longest prompt context (b: 6,000 / 2 = 3,000), whichever class
+    they come from; each class's decode sequences at their own mean context (c: 500 + 12,000 / 2 = 6,500; a: 1,050)."""
     from planner.simulate.service import ServiceContext, service_for
     from planner.schema import Pool
 
@@ -218,6 +218,8 @@ def test_the_replay_steps_a_shared_aggregated_pool_at_its_longest_contexts():
     assert seen == [(6500.0, 3000.0)]
     service_for(pool, classes[0], ctx).step_s(2, 16)  # alone: its own
     assert seen[-1] == (1050.0, 500.0)
+    service_for(pool, classes[0], ctx, classes).step_s(2, 16)  # in the mix: its decode context, the longest prompt's
+    assert seen[-1] == (1050.0, 3000.0)
 
 
 def test_a_shared_aggregated_pools_engine_takes_every_class_it_serves(shared_plan):

@@ -149,6 +149,15 @@ def dense_gemm_flops(model: ModelProfile, tokens, logit_rows):
     return t * (model.dense_flops_per_token - head) + np.asarray(logit_rows, dtype=float) * head
 
 
+def pipeline_fill(stages, micro_batches):
+    """How much longer a one-shot pass takes on a pipeline than one micro-batch's trip through it:
+    ``(S + g − 1) / S`` (dimensionless) for ``g`` micro-batches entering ``S`` stages one after another, the last
+    leaving ``g − 1`` stage times after the first. A steady stream of decode steps keeps the pipeline full, so its
+    steps pay none of it."""
+    s = np.asarray(stages, dtype=float)
+    return (s + np.asarray(micro_batches, dtype=float) - 1.0) / s
+
+
 def _pass(model: ModelProfile, hw: HardwareArrays, devices, tokens, attention_flops, kv_read_bytes,
           kv_write_bytes, ep: int = 1, logit_rows=None, sequences=0.0, pp: int = 1, batch_sequences=None) -> PassCost:
     """Price a pass over ``tokens`` tokens whose attention costs ``attention_flops`` and reads/writes KV bytes.
@@ -214,7 +223,8 @@ def _pass(model: ModelProfile, hw: HardwareArrays, devices, tokens, attention_fl
 def decode_step(model: ModelProfile, hw: HardwareArrays, devices, batch, context_tokens, prefill_tokens=0.0,
                 ep: int = 1, prefill_context_tokens=None, requests=None, pp: int = 1) -> PassCost:
     """One decode step of ``b`` sequences at mean context ``c`` on ``n`` devices (``ep``, ``pp``: see ``_pass``;
-    under ``pp`` the ``b`` decoding sequences make the micro-batches).
+    under ``pp`` the ``b`` decoding sequences make the micro-batches, and a carried chunk rides in one of them,
+    which then sets the pace: carried tokens are priced as if every micro-batch held as many, an upper bound).
 
     Optionally carries ``q`` more tokens in the same pass; the step then runs its GEMMs over ``b + q``
     rows and adds their attention and KV writes. Given ``prefill_context_tokens``, the carried tokens
@@ -227,6 +237,8 @@ def decode_step(model: ModelProfile, hw: HardwareArrays, devices, batch, context
     n = np.asarray(devices, dtype=float)
     b = np.asarray(batch, dtype=float)
     q = np.asarray(prefill_tokens, dtype=float)
+    if pp > 1:
+        q = q * np.where(hw.sram, 1.0, pipeline_shape(model, hw, n, b + q, pp, b)[2])
     c = np.asarray(context_tokens, dtype=float)
     attention = b * model.attention_flops_per_context_token_decode * model.attended_tokens(c)
     prompts = prefill_context_tokens is not None
@@ -241,7 +253,8 @@ def decode_step(model: ModelProfile, hw: HardwareArrays, devices, batch, context
 def prefill_pass(model: ModelProfile, hw: HardwareArrays, devices, new_tokens, cached_tokens=0.0, prompts=1.0,
                  ep: int = 1, requests=None, pp: int = 1) -> PassCost:
     """Prefill of ``m`` prompts of ``s`` new tokens after ``p`` cached ones, together, on ``n`` devices (under
-    ``pp`` the ``m`` prompts make the micro-batches: one prompt crosses the stages in turn).
+    ``pp`` the ``m`` prompts make the micro-batches: one prompt crosses the stages in turn, and the last one leaves
+    ``pipeline_fill`` later than one micro-batch's trip; the host overhead is not stretched).
 
     GEMMs run over ``m·s`` rows (the LM head over the ``m`` last ones); each prompt's attention covers
     its own prefix; the KV of the cached prefix is read and that of the ``m·s`` new tokens written.
@@ -253,8 +266,14 @@ def prefill_pass(model: ModelProfile, hw: HardwareArrays, devices, new_tokens, c
     p = np.asarray(cached_tokens, dtype=float)
     share = kv_share(model, hw, n / ep, pp) / ep
     attention = m * prefill_attention_flops(model, s, p)
-    return _pass(model, hw, n, m * s, attention, m * model.kv_bytes(p) * share, m * model.kv_bytes(s) * share, ep,
+    cost = _pass(model, hw, n, m * s, attention, m * model.kv_bytes(p) * share, m * model.kv_bytes(s) * share, ep,
                  logit_rows=m, sequences=m if requests is None else requests, pp=pp, batch_sequences=m)
+    if pp == 1:
+        return cost
+    stages, _, g = pipeline_shape(model, hw, n, m * s, pp, m)
+    fill = np.where(hw.sram, 1.0, pipeline_fill(stages, g))
+    return cost._replace(compute_s=cost.compute_s * fill, memory_s=cost.memory_s * fill,
+                         roofline_s=cost.roofline_s * fill, communication_s=cost.communication_s * fill)
 
 
 def chunked_prefill_tokens_per_step(batch, input_tokens, output_tokens, prefix_cache_hit=0.0):

@@ -96,7 +96,7 @@ def _start_pool(env, index: int, run: PoolRun, classes: dict[str, RequestClass],
     members = [classes[n] for n in pool.serves if n in classes] if pool.serves and pool.role == "aggregated" else [lead]
     service = service_for(pool, lead, ctx, members)
     if isinstance(service, StepService) and len(run.traffic) > 1:  # a shared pool steps at its running mix
-        service.by_class = {name: service_for(pool, classes[name], ctx) for name in run.traffic}
+        service.by_class = {name: service_for(pool, classes[name], ctx, members) for name in run.traffic}
     count = pool.replicas if options.max_replicas is None else min(pool.replicas, options.max_replicas)
     for j in range(count):
         tally = Tally(horizon=options.duration_s, window_start=options.window_start_s)

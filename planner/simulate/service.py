@@ -7,8 +7,9 @@ its ``tp × pp`` devices, ``pp`` pipeline stages).
 - aggregated pools: each step runs the ``b`` sequences in decode and up to ``chunk_tokens`` prefill tokens of
   admitted prompts, each attending over its own prompt (``CostModel.decode(…, prefill_tokens=p,
   prefill_context_tokens=cached + new/2)``), as aggregated.py prices a chunk-carrying step; in ``ep`` expert
-  groups, up to ``chunk_tokens`` of each prompt and ``ep · chunk_tokens`` in all (one budget per attention rank);
-  a shared one at its classes' longest mean context and longest prompt context (as aggregated.shared_steps);
+  groups, up to ``chunk_tokens`` of each prompt and ``ep · chunk_tokens`` in all (one budget per attention rank),
+  spread over the ranks as the plan's mean step spreads them; a shared one's carried tokens at its classes' longest
+  prompt context (as aggregated.shared_steps), its decode sequences at their own;
 - pd_disagg decode pools: the decode step at the running batch (``CostModel.decode``);
 - spec_decode pools: a round ``k·t_draft(b) + t_verify(b) + t_rtt(b)`` (``spec_round_s``, the draft local or on
   its partner silicon, ``round_trip_s`` as spec_decode.py prices it), each sequence gaining ``1 + min(k, G)``
@@ -124,9 +125,7 @@ def service_for(pool: Pool, rc: RequestClass, ctx: ServiceContext,
     running = np.maximum(batches, 1.0)  # b = 0 is never stepped in a decode-only pool, nor without prefill
     c = mean_context(rc)
     if pool.role == "aggregated":
-        members = members or [rc]
-        c = max(mean_context(k) for k in members)
-        prompt = max(cached + new / 2.0 for new, cached in map(prompt_tokens, members))
+        prompt = max(cached + new / 2.0 for new, cached in map(prompt_tokens, members or [rc]))
         return StepService(b, lambda p: costs.decode(model, s, n, batches if p > 0 else running, c, prefill_tokens=p,
                                                      ep=pool.ep, prefill_context_tokens=prompt, pp=pp).total_s.reshape(-1),
                            chunk_tokens=ctx.chunk_tokens, groups=pool.ep)

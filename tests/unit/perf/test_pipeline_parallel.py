@@ -11,7 +11,7 @@ import pytest
 
 from planner.perf import comm
 from planner.perf.profile import ModelProfile
-from planner.perf.roofline import decode_step, kv_share, pipeline_shape, prefill_pass
+from planner.perf.roofline import decode_step, kv_share, pipeline_fill, pipeline_shape, prefill_pass
 from planner.perf.silicon import HardwareArrays, Silicon
 
 
@@ -69,14 +69,33 @@ def test_prefill_at_pp2_hand_case(toy):
     Dense: 8·(656 − 80) + 1·80 = 4,688 FLOPs at MFU 0.5·8/72 → 8.4384e-8 s (reads 656 B: 1.312e-9 s).
     Attention: 16·8·(2·4) = 1,024 FLOPs per prompt → 2.048e-9 s; KV written: 8 tokens · 16 B, half the layers
     per device, of 2 prompts, a micro-batch's one over 2 stages: 128 B / 0.35e12 = 3.657e-10 s.
-    No all-reduce (TP 1); one hop of 8 tokens · 4 · 2 B = 64 B: 5 µs + 6.4e-9 s.
+    No all-reduce (TP 1); one hop of 8 tokens · 4 · 2 B = 64 B: 5 µs + 6.4e-9 s. That is one micro-batch's trip;
+    the second prompt enters stage 1 as the first leaves it, so the pass ends (2 + 2 − 1) / 2 = 1.5 trips later:
+    compute 1.5 · 8.6432e-8 = 1.29648e-7 s, memory 1.5 · 1.6777e-9 = 2.5166e-9 s, hops 1.5 · 5.0064e-6 =
+    7.5096e-6 s, in all 1.5 · 5.092832e-6 = 7.639248e-6 s.
     """
     model, hw = toy
     cost = prefill_pass(model, hw, 2, 8, prompts=2, pp=2)
-    assert _one(cost.compute_s) == pytest.approx(8.4384e-8 + 2.048e-9)
-    assert _one(cost.memory_s) == pytest.approx(1.312e-9 + 128 / 0.35e12)
-    assert _one(cost.communication_s) == pytest.approx(5.0064e-6)
-    assert _one(cost.total_s) == pytest.approx(8.4384e-8 + 2.048e-9 + 5.0064e-6)
+    assert _one(cost.compute_s) == pytest.approx(1.29648e-7)
+    assert _one(cost.memory_s) == pytest.approx(1.5 * (1.312e-9 + 128 / 0.35e12))
+    assert _one(cost.communication_s) == pytest.approx(7.5096e-6)
+    assert _one(cost.total_s) == pytest.approx(7.639248e-6)
+
+
+def test_pipeline_fill_by_hand():
+    assert pipeline_fill(2, 2) == pytest.approx(1.5)
+    assert pipeline_fill(4, 4) == pytest.approx(1.75)
+    assert pipeline_fill(4, 1) == pytest.approx(1.0)  # one micro-batch: just its trip
+
+
+def test_carried_tokens_set_a_pipelined_steps_pace(toy):
+    """The decode hand case (batch 2 on tp 2 × pp 2 at context 10) carrying 1 more token: it rides in one of the 2
+    micro-batches, which sets the pace, so it is priced as if each carried one: 2 tokens a micro-batch, each with its
+    logits. Dense: 2 · 656 FLOPs / 2 devices at MFU 0.5·2/66 → 656·66 / 1e12 = 4.3296e-8 s. Attention: 4 tokens at
+    context 10, 4·16·20 = 1,280 FLOPs / 2 micro-batches / 2 devices = 320 → 6.4e-10 s."""
+    model, hw = toy
+    cost = decode_step(model, hw, 4, 2, 10, prefill_tokens=1, pp=2)
+    assert _one(cost.compute_s) == pytest.approx(4.3296e-8 + 6.4e-10)
 
 
 def test_pipelines_are_offered_only_where_no_domain_holds_the_weights(toy_device):

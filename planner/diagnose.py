@@ -33,12 +33,13 @@ def unserved_classes(workload: Workload, candidates: list[Candidate], graph_unit
 
 def slo_shortfalls(workload: Workload, catalog: Catalog, class_names: list[str]) -> list[SloShortfall]:
     """For each unserved class: the best TTFT (1-prompt prefill) and TPOT (batch-1 decode) any device reaches in any
-    replica shape it may take (``Silicon.replica_shapes``, pipelines up to ``max_pp``), at any weights dtype the
-    workload allows."""
+    replica shape it may take (``Silicon.replica_shapes``, pipelines up to ``max_pp``; decode pipelines only where an
+    allowed strategy's decode pools take them: aggregated, pd_disagg), at any weights dtype the workload allows."""
     costs = RooflineModel(catalog)
     models = {d: costs.profile(workload.model, d, workload.kv_dtype) for d in workload.allowed_dtypes}
     out = []
     devices = workload.constraints.devices or tuple(catalog.devices)
+    decode_pipelines = bool({"aggregated", "pd_disagg"} & set(workload.strategies))
     for rc in workload.classes:
         if rc.name not in class_names:
             continue
@@ -54,7 +55,7 @@ def slo_shortfalls(workload: Workload, catalog: Catalog, class_names: list[str])
                 ttft = s_to_ms(float(costs.prefill(model, silicon, n, new, rc.input_tokens - new, pp=pp).total_s.reshape(-1)[0]))
                 tpot = s_to_ms(float(costs.decode(model, silicon, n, 1, rc.input_tokens + rc.output_tokens / 2,
                                                   pp=pp).total_s.reshape(-1)[0]))
-                for field, value in (("ttft_ms", ttft), ("tpot_ms", tpot)):
+                for field, value in (("ttft_ms", ttft), ("tpot_ms", tpot if pp == 1 or decode_pipelines else np.inf)):
                     if value < best[field][0]:
                         best[field] = (value, device_id)
         for field in SHORTFALL_FIELDS:

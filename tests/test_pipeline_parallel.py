@@ -23,7 +23,7 @@ from planner.export import write_plan_workbook
 from planner.optimize import PlanOptions, plan_workload
 from planner.perf.model import RooflineModel
 from planner.plan import shape_text
-from planner.schema import EstimateRequest, Plan, Workload
+from planner.schema import EstimateRequest, Plan, SpecDecodeSettings, Workload
 from planner.simulate.service import ServiceContext, service_for
 from planner.strategies.base import profiles
 from planner.verify import verify_plan
@@ -243,3 +243,14 @@ def test_a_pipelined_aggregated_replica_may_be_shared(catalog, solver):
     assert shared.verification.ok, shared.verification.messages
     tampered = shared.model_copy(update={"pools": (pool.model_copy(update={"pp": 1}),)})
     assert not verify_plan(tampered, catalog).ok
+
+
+def test_the_diagnosis_prices_no_decode_pipeline_a_strategy_never_offers(catalog):
+    """Speculative decoding alone: verify+draft replicas stay tensor parallel, so no H100 decode replica holds the
+    405B at all, which the diagnosis says rather than "each SLO is reachable alone"."""
+    work = big_on_h100(4).model_copy(update={"strategies": ("spec_decode",), "spec_decode": SpecDecodeSettings(
+        draft_model="llama-3.2-1b", acceptance_rate=0.7)})
+    plan = plan_workload(work, catalog, EXACT)
+    assert plan.status == "infeasible" and plan.diagnosis.reason == "slo_unreachable"
+    (tpot,) = [s for s in plan.diagnosis.slo_shortfalls if s.slo == "tpot_ms"]
+    assert tpot.best_ms is None and tpot.best_device is None

@@ -110,3 +110,12 @@ def test_pipelines_are_offered_only_where_no_domain_holds_the_weights(toy_device
         **toy_device.model_dump(), "memory_tiers": [{"tier": "sram", "capacity_gb": 1.0, "bandwidth_tb_s": 1.0}],
         "weights_tier": "sram", "kv_tier": "sram"}), "bf16")
     assert sram.replica_shapes(1.0e10, max_pp=4) == []  # an SRAM pipeline is its own shape
+
+
+def test_one_sequence_carrying_a_token_is_one_micro_batch(toy):
+    """Batch 1 on tp 2 × pp 2 at context 10 carrying 1 token: a sequence never splits over micro-batches, so both
+    tokens ride in one. Dense: 2 · 656 FLOPs / 2 devices at MFU 0.5·2/66 → 4.3296e-8 s; attention: 2 tokens at context
+    10, 2·16·20 = 640 FLOPs / 1 micro-batch / 2 devices = 320 → 6.4e-10 s (split in 2 it would be 4.264e-8 + 3.2e-10)."""
+    model, hw = toy
+    cost = decode_step(model, hw, 4, 1, 10, prefill_tokens=1, pp=2)
+    assert _one(cost.compute_s) == pytest.approx(4.3296e-8 + 6.4e-10)

@@ -29,13 +29,13 @@ from planner.strategies.base import (
     edge_bytes,
     mean_context,
     money,
-    node_id,
     partner_share,
     price_prefill,
     price_shared_prefill,
     recheck_mix,
     recheck_prefill,
     recheck_shared_prefill,
+    tpot_tiers,
     unoffered,
     within,
 )
@@ -135,16 +135,10 @@ def price_shared(ctx: Pricing) -> list[Candidate]:
     the slot-weighted mean of each class's own step at that batch, and the share, tier and network rows of
     milp/build.py hold. Per group shape and tier, one candidate per batch at which some member alone steps within T
     (the largest such), every member's KV fitting. Shared prefill replicas too (``price_shared_prefill``)."""
-    classes = sorted((rc for rc in ctx.workload.classes if ctx.graph.has_node(node_id(rc.name, NAME, "attention"))),
-                     key=lambda rc: (rc.slo.tpot_ms, rc.name))
     b = np.asarray(ctx.options.batches, dtype=float)
-    out, seen = [], set()
-    for tier in classes:
-        members = [rc for rc in classes if rc.slo.tpot_ms >= tier.slo.tpot_ms]
-        names = tuple(rc.name for rc in members)
-        if len(members) < 2 or names in seen:
-            continue
-        seen.add(names)
+    out = []
+    for members in tpot_tiers(ctx, NAME, "attention"):
+        tier = members[0]
         for a, na, f, nf, r in groups(ctx):
             if a.kv_spill:  # its KV read at a bandwidth the resident mix sets: see pd_disagg.price_shared
                 continue

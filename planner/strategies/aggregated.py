@@ -19,11 +19,11 @@ from planner.perf.model import chunked_prefill_tokens_per_step, paged_kv_tokens
 from planner.queueing import max_utilization_at, wait_s
 from planner.schema import Pool, RequestClass
 from planner.strategies.base import (
-    Candidate,
-    ClassLoad,
-    Checking,
-    Pricing,
     REL_TOL,
+    Candidate,
+    Checking,
+    ClassLoad,
+    Pricing,
     Recheck,
     add_task,
     best,
@@ -33,10 +33,9 @@ from planner.strategies.base import (
     mean_context,
     money,
     node_id,
-    offered_shape,
     prompt_tokens,
+    refused_shape,
     replica_shapes,
-    unoffered,
     whole_groups,
     within,
 )
@@ -259,10 +258,9 @@ def recheck(pool: Pool, rc: RequestClass, check: Checking) -> Recheck:
     model, costs = check.model, check.costs
     s = costs.silicon(pool.device, check.workload.dtype)
     n, b, ep, pp = pool.tp * pool.pp, pool.batch, pool.ep, pool.pp
-    if not offered_shape(check, s, pool):
-        return unoffered(pool)
-    if ep not in expert_groups(model, s, n, pp):
-        return Recheck(False, False, 0.0, f"aggregated on {pool.device}: {ep} expert groups on {n} devices")
+    refused = refused_shape(pool, check, s, "aggregated")
+    if refused:
+        return refused
     step, tpot, service, q = (float(x[0]) for x in steps(costs, model, s, n, [b], rc, check.options.chunk_tokens, ep, pp))
     ttft = float(wait_s(min(pool.utilization, pool.utilization_cap), service, rc.slo.percentile)) + service
     latency_ok = (within(tpot, rc.slo.tpot_ms) and close(s_to_ms(tpot), pool.tpot_ms)
@@ -282,10 +280,9 @@ def recheck_shared(pool: Pool, check: Checking) -> Recheck:
     model, costs = check.model, check.costs
     s = costs.silicon(pool.device, check.workload.dtype)
     n, pp = pool.tp * pool.pp, pool.pp
-    if not offered_shape(check, s, pool):
-        return unoffered(pool)
-    if pool.ep not in expert_groups(model, s, n, pp):
-        return Recheck(False, False, 0.0, f"shared aggregated on {pool.device}: {pool.ep} expert groups on {n} devices")
+    refused = refused_shape(pool, check, s, "shared aggregated")
+    if refused:
+        return refused
     members = sorted((rc for rc in check.workload.classes if rc.name in pool.serves), key=lambda rc: rc.name != pool.class_name)
     tau, service, q = (x[..., 0] for x in shared_steps(costs, model, s, n, [pool.batch], members,
                                                        check.options.chunk_tokens, pool.ep, pp))

@@ -358,6 +358,32 @@ def slowest_prefill(costs: CostModel, model: ModelProfile, s: Silicon, n: int, c
                                  pp=pp).total_s.reshape(-1) for rc in classes], axis=0)
 
 
+def tpot_tiers(ctx: Pricing, strategy: str, task: str) -> list[list[RequestClass]]:
+    """The member sets of shared decode-side replicas of ``strategy`` (the classes whose graph has ``task``): for each
+    TPOT SLO T, the classes whose SLO is at least T, tightest first (two or more, each set once)."""
+    classes = sorted((rc for rc in ctx.workload.classes if ctx.graph.has_node(node_id(rc.name, strategy, task))),
+                     key=lambda rc: (rc.slo.tpot_ms, rc.name))
+    out, seen = [], set()
+    for tier in classes:
+        members = [rc for rc in classes if rc.slo.tpot_ms >= tier.slo.tpot_ms]
+        names = tuple(rc.name for rc in members)
+        if len(members) > 1 and names not in seen:
+            seen.add(names)
+            out.append(members)
+    return out
+
+
+def refused_shape(pool: Pool, check: Checking, s: Silicon, label: str) -> Recheck | None:
+    """A re-check's refusal of a pool whose ``tp × pp`` the candidates never offer ``s`` (``offered_shape``) or
+    whose expert groups its devices cannot run; None when the shape is one the planner makes."""
+    if not offered_shape(check, s, pool):
+        return unoffered(pool)
+    n = pool.tp * pool.pp
+    if pool.ep not in expert_groups(check.model, s, n, pool.pp):
+        return Recheck(False, False, 0.0, f"{label} on {pool.device}: {pool.ep} expert groups on {n} devices")
+    return None
+
+
 def price_shared_prefill(ctx: Pricing, strategy: str) -> list[Candidate]:
     """Prefill replicas shared by classes. A tier is a TTFT SLO T (and a statistic): its replicas may serve every
     class of ``strategy`` whose SLO is at least T with that statistic. Each request is counted at the tier's

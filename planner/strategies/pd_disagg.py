@@ -10,8 +10,8 @@ from planner.queueing import DECODE_UTILIZATION
 from planner.schema import Pool, RequestClass
 from planner.strategies.base import (
     Candidate,
-    ClassLoad,
     Checking,
+    ClassLoad,
     Pricing,
     Recheck,
     add_kv_edge,
@@ -25,15 +25,14 @@ from planner.strategies.base import (
     kv_per_device,
     mean_context,
     money,
-    node_id,
-    offered_shape,
     price_prefill,
     price_shared_prefill,
-    recheck_prefill,
     recheck_mix,
+    recheck_prefill,
     recheck_shared_prefill,
+    refused_shape,
     replica_shapes,
-    unoffered,
+    tpot_tiers,
     whole_groups,
     within,
 )
@@ -95,16 +94,10 @@ def price_shared(ctx: Pricing) -> list[Candidate]:
     mix differs from the one read, so the bound fails. Tiers with fewer than two classes are the classes' own candidates. Shared prefill replicas too
     (``price_shared_prefill``)."""
     model, costs = ctx.model, ctx.costs
-    classes = sorted((rc for rc in ctx.workload.classes if ctx.graph.has_node(node_id(rc.name, NAME, "decode"))),
-                     key=lambda rc: (rc.slo.tpot_ms, rc.name))
     b = np.asarray(ctx.options.batches, dtype=float)
-    out, seen = [], set()
-    for tier in classes:
-        members = [rc for rc in classes if rc.slo.tpot_ms >= tier.slo.tpot_ms]
-        names = tuple(rc.name for rc in members)
-        if len(members) < 2 or names in seen:
-            continue
-        seen.add(names)
+    out = []
+    for members in tpot_tiers(ctx, NAME, "decode"):
+        tier = members[0]
         bound_s = ms_to_s(tier.slo.tpot_ms)
         for s in (s for s in ctx.silicon if not s.kv_spill):
             for tp, pp in replica_shapes(ctx, s, model.weights_bytes):
@@ -140,10 +133,9 @@ def recheck(pool: Pool, rc: RequestClass, check: Checking) -> Recheck:
     model, costs = check.model, check.costs
     s = costs.silicon(pool.device, check.workload.dtype)
     n, pp = pool.tp * pool.pp, pool.pp
-    if not offered_shape(check, s, pool):
-        return unoffered(pool)
-    if pool.ep not in expert_groups(model, s, n, pp):
-        return Recheck(False, False, 0.0, f"decode on {pool.device}: {pool.ep} expert groups on {n} devices")
+    refused = refused_shape(pool, check, s, "decode")
+    if refused:
+        return refused
     tpot = float(costs.decode(model, s, n, pool.batch, mean_context(rc), ep=pool.ep, pp=pp).total_s.reshape(-1)[0])
     return Recheck(within(tpot, rc.slo.tpot_ms) and close(s_to_ms(tpot), pool.tpot_ms),
                    decode_fits(model, costs, s, n, pool.batch, rc, ep=pool.ep, pp=pp), pool.batch / (tpot * rc.output_tokens),
@@ -155,8 +147,9 @@ def recheck_shared(pool: Pool, check: Checking) -> Recheck:
     model, costs = check.model, check.costs
     s = costs.silicon(pool.device, check.workload.dtype)
     n, pp = pool.tp * pool.pp, pool.pp
-    if not offered_shape(check, s, pool):
-        return unoffered(pool)
+    refused = refused_shape(pool, check, s, "shared decode")
+    if refused:
+        return refused
 
     def own(rc):
         return (float(costs.decode(model, s, n, pool.batch, mean_context(rc), pp=pp).total_s.reshape(-1)[0]),

@@ -33,13 +33,13 @@ from planner.strategies.base import (
     edge_bytes,
     mean_context,
     money,
-    node_id,
     partner_share,
     price_prefill,
     price_shared_prefill,
-    recheck_prefill,
     recheck_mix,
+    recheck_prefill,
     recheck_shared_prefill,
+    tpot_tiers,
     unoffered,
     within,
 )
@@ -198,17 +198,13 @@ def price_shared(ctx: Pricing) -> list[Candidate]:
     with the most per watt (a layout and draft length per shared pool, not all of them: the MILP chooses among
     these). Targets and draft servers whose KV spills from SRAM are left out, as pd_disagg's are. Shared prefill replicas too (``price_shared_prefill``)."""
     model, options = ctx.model, ctx.options
-    classes = sorted((rc for rc in ctx.workload.classes if ctx.graph.has_node(node_id(rc.name, NAME, "verify"))),
-                     key=lambda rc: (rc.slo.tpot_ms, rc.name))
-    remote = {rc.name: [server for server in draft_servers(ctx, rc) if not server[0].kv_spill] for rc in classes}
+    tiers = tpot_tiers(ctx, NAME, "verify")
+    remote = {rc.name: [server for server in draft_servers(ctx, rc) if not server[0].kv_spill]
+              for rc in {rc.name: rc for members in tiers for rc in members}.values()}
     b = np.asarray(options.batches, dtype=float)
-    out, seen, bills = {}, set(), {}
-    for tier in classes:
-        members = [rc for rc in classes if rc.slo.tpot_ms >= tier.slo.tpot_ms]
-        names = tuple(rc.name for rc in members)
-        if len(members) < 2 or names in seen:
-            continue
-        seen.add(names)
+    out, bills = {}, {}
+    for members in tiers:
+        tier = members[0]
         for v in (v for v in ctx.silicon if not v.kv_spill):
             for n in v.device_counts(model.weights_bytes, options.max_tp):
                 grid = [rounds(ctx, rc, v, n, remote[rc.name]) for rc in members]

@@ -349,8 +349,11 @@ def _plan(workload: Workload, catalog: Catalog, options: PlanOptions) -> Plan:
                  if workload.baseline_device else None)
     info = solver_info(solved.result, time.perf_counter() - start, solved.gap)
     if not solved.result.has_solution or solved.scale <= MIN_SCALE:
-        if solved.result.termination is Termination.TIME_LIMIT and not solved.result.has_solution:
-            diagnosis = Diagnosis(reason="no_candidates", message="the time limit passed before any plan was found")
+        limit = {Termination.TIME_LIMIT: f"time limit ({options.time_limit_s:g} s per MILP solve; raise time_limit_s)",
+                 Termination.NODE_LIMIT: f"node limit ({options.node_limit} nodes per MILP solve; raise node_limit)"}
+        if solved.result.termination in limit and not solved.result.has_solution:
+            diagnosis = Diagnosis(reason="no_candidates",
+                                  message=f"the {limit[solved.result.termination]} passed before any plan was found")
         else:
             diagnosis = budget_diagnosis(workload, graph_units, candidates, options.solver, options.solve_options())
         return infeasible_plan(workload, graph_json, info, diagnosis, baseline).model_copy(update={"reference": reference})

@@ -30,13 +30,15 @@ from planner.units import WATTS_PER_KW, s_to_ms
 def plan_status(result: SolveResult) -> PlanStatus:
     """One solve's outcome, one to one: optimal (the engine proved the incumbent within the requested relative
     gap, 1e-4 by default as in Gurobi and SCIP, and reported the bound that proves it; the plan reports the gap),
-    feasible (an incumbent short of that, or one no reported bound proves), time_limit, infeasible. An engine
-    failure or an unbounded model is no status: SolverFailed."""
+    feasible (an incumbent short of that, or one no reported bound proves; a stage the node limit ended before any
+    incumbent leaves the plan of an earlier solve unproven), time_limit, infeasible. An engine failure or an
+    unbounded model is no status: SolverFailed."""
     check_outcome(result)
     if result.termination is Termination.OPTIMAL:
         return "optimal" if result.gap is not None else "feasible"
     return {
         Termination.FEASIBLE: "feasible",
+        Termination.NODE_LIMIT: "feasible",
         Termination.TIME_LIMIT: "time_limit",
         Termination.INFEASIBLE: "infeasible",
     }[result.termination]  # type: ignore[return-value]

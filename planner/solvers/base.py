@@ -18,6 +18,7 @@ class Termination(str, Enum):
     OPTIMAL = "optimal"  # the engine proved the incumbent within the requested relative gap
     FEASIBLE = "feasible"  # stopped with an incumbent by a limit other than time (the engine names which)
     TIME_LIMIT = "time_limit"  # stopped by the time limit; x holds the incumbent if there is one
+    NODE_LIMIT = "node_limit"  # stopped by the node limit before any incumbent (with one: FEASIBLE)
     INFEASIBLE = "infeasible"
     UNBOUNDED = "unbounded"
     ERROR = "error"  # the engine failed (or its process died): it says nothing about the model
@@ -101,7 +102,7 @@ def settle_infeasible_or_unbounded(backend: Backend, model: IlpModel, options: S
         return Termination.INFEASIBLE
     if probe.has_solution:
         return Termination.UNBOUNDED
-    return Termination.TIME_LIMIT if probe.termination is Termination.TIME_LIMIT else Termination.ERROR
+    return probe.termination if probe.termination in (Termination.TIME_LIMIT, Termination.NODE_LIMIT) else Termination.ERROR
 
 
 def require_finite(model: IlpModel) -> None:

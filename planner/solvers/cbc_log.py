@@ -28,12 +28,12 @@ _VERSION = re.compile(r"^Version: (\S+)", re.M)
 
 
 def termination_of(status_line: str, has_solution: bool) -> Termination | None:
-    """CBC's answer as a Termination (None: infeasible or unbounded); a node limit without an incumbent is a
-    TIME_LIMIT (a limit passed before any plan); "Stopped on difficulties / ctrl-c / due to errors" is an ERROR."""
+    """CBC's answer as a Termination (None: infeasible or unbounded); a node limit without an incumbent is
+    NODE_LIMIT; "Stopped on difficulties / ctrl-c / due to errors" is an ERROR."""
     for start, termination in STATUS_LINES:
         if status_line.startswith(start):
             if termination is Termination.FEASIBLE and not has_solution:
-                return Termination.TIME_LIMIT  # a node limit passed before any incumbent, as a time limit may
+                return Termination.NODE_LIMIT  # the node limit passed before any incumbent
             return termination
     return Termination.ERROR
 

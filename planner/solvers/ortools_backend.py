@@ -103,5 +103,5 @@ class OrtoolsBackend:
                 return Termination.TIME_LIMIT
             if result.has_primal_feasible_solution():
                 return Termination.FEASIBLE  # short of the gap: a node limit (the only other limit set here)
-            return Termination.TIME_LIMIT if limit == mathopt.Limit.NODE else Termination.ERROR
+            return Termination.NODE_LIMIT if limit == mathopt.Limit.NODE else Termination.ERROR
         return Termination.ERROR

@@ -130,7 +130,7 @@ def _solve_highs(problem: pulp.LpProblem, options: SolveOptions) -> _Report:
     termination = _HIGHS_TERMINATION.get(status, Termination.ERROR)
     if status in _HIGHS_LIMITS:
         termination = Termination.FEASIBLE if has_solution else (
-            Termination.TIME_LIMIT if status == _STATUS.kSolutionLimit else Termination.ERROR)
+            Termination.NODE_LIMIT if status == _STATUS.kSolutionLimit else Termination.ERROR)
     if problem.isMIP():
         bound = info.mip_dual_bound
     else:  # an optimal LP basis is dual feasible: its objective is the dual bound

@@ -1,6 +1,7 @@
 """Backends with an outcome fixed in advance (an engine failure, an unbounded model), to test where it goes.
 
-``Failing`` and ``Unbounded`` answer every solve so; ``FailsTieBreak`` and ``FailsDiagnosis`` solve with
+``Failing`` and ``Unbounded`` answer every solve so (``TimeLimitFindsNothing``, ``NodeLimitFindsNothing``: a
+limit before any incumbent); ``FailsTieBreak`` and ``FailsDiagnosis`` solve with
 OR-Tools except the max_goodput power tie-break (λ bounded below) or the elastic diagnosis model (slack
 variables), which fail.
 """
@@ -34,6 +35,18 @@ class Located(Failing):
 
 class Unbounded(Failing):
     termination = Termination.UNBOUNDED
+
+
+class TimeLimitFindsNothing(Failing):
+    """Every solve stops on its time limit before any incumbent."""
+
+    termination = Termination.TIME_LIMIT
+
+
+class NodeLimitFindsNothing(Failing):
+    """Every solve stops on its node limit before any incumbent."""
+
+    termination = Termination.NODE_LIMIT
 
 
 class FailsTieBreak(OrtoolsBackend):

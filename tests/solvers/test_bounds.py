@@ -101,7 +101,7 @@ def test_cbc_bound_is_the_one_its_log_names(log, incumbent, bound):
     ("Stopped on time - objective value 33.00000000", True, Termination.TIME_LIMIT),
     ("Stopped on time (no integer solution - continuous used) - objective value 24.46915213", False, Termination.TIME_LIMIT),
     ("Stopped on iterations - objective value 57597.00000000", True, Termination.FEASIBLE),
-    ("Stopped on iterations - objective value 57597.00000000", False, Termination.TIME_LIMIT),  # a node limit, no incumbent
+    ("Stopped on iterations - objective value 57597.00000000", False, Termination.NODE_LIMIT),  # no incumbent
     ("Infeasible - objective value 3.50000000", False, Termination.INFEASIBLE),
     ("Integer infeasible - objective value 1.50000000", False, Termination.INFEASIBLE),
     ("Unbounded - objective value 0.00000000", False, None),  # CBC cannot tell: settled by a second solve

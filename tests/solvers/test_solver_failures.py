@@ -34,6 +34,7 @@ def _result(termination, bound=None, objective=1.0):
     (Termination.OPTIMAL, None, "feasible"),  # the engine says optimal but reports no bound: nothing proves it
     (Termination.FEASIBLE, 0.5, "feasible"),
     (Termination.TIME_LIMIT, 0.5, "time_limit"),
+    (Termination.NODE_LIMIT, None, "feasible"),  # a stage the node limit ended empty: the plan kept is unproven
     (Termination.INFEASIBLE, None, "infeasible"),
 ])
 def test_plan_status_names_each_outcome_as_what_it_is(termination, bound, status):
@@ -60,7 +61,8 @@ def test_a_stage_without_a_bound_leaves_the_plan_gap_unknown():
 
 
 def test_check_outcome_passes_every_answer_about_the_model():
-    for termination in (Termination.OPTIMAL, Termination.FEASIBLE, Termination.TIME_LIMIT, Termination.INFEASIBLE):
+    for termination in (Termination.OPTIMAL, Termination.FEASIBLE, Termination.TIME_LIMIT, Termination.NODE_LIMIT,
+                        Termination.INFEASIBLE):
         result = _result(termination)
         assert check_outcome(result) is result
 
@@ -89,6 +91,17 @@ def test_the_cli_says_the_solver_failed_in_one_line_and_exits_1(monkeypatch):
     assert result.exit_code == 1, (result.exception, result.stdout)
     assert result.stderr.strip().splitlines() == [f"error: the solver failed (fixed/fixed): {REASON}"]
     assert result.stdout == ""  # no plan printed, not even an infeasible one
+
+
+@pytest.mark.parametrize(("target", "says"), [
+    ("TimeLimitFindsNothing", "the time limit (20 s per MILP solve; raise time_limit_s) passed before any plan was found"),
+    ("NodeLimitFindsNothing", "the node limit (5 nodes per MILP solve; raise node_limit) passed before any plan was found"),
+])
+def test_a_plan_whose_solves_find_nothing_names_the_limit_that_passed(catalog, monkeypatch, target, says):
+    monkeypatch.setitem(BACKENDS, "fixed", f"tests.solvers.fixed:{target}")
+    plan = plan_workload(chat(), catalog, dataclasses.replace(QUICK, solver="fixed", node_limit=5))
+    assert plan.status == "infeasible" and plan.pools == ()
+    assert (plan.diagnosis.reason, plan.diagnosis.message) == ("no_candidates", says)
 
 
 def test_a_tie_break_that_finds_nothing_keeps_the_first_stages_plan(catalog, monkeypatch):

@@ -3,18 +3,19 @@
 Checks: each pool meets its class's SLO (a shared pool every class's it serves), and its strategy's re-check (planner/strategies/) recomputes
 its TTFT/TPOT from the cost model at the pool's actual utilisation (and finds the plan's figures), its
 batch fitting in memory and its capacity per replica; each pool's devices are recounted from its
-parallelism (tp × pp) × replicas (and its partner's); each class's traffic is split completely and every pool
-unit has the capacity for what it serves; power, inventory and cost recomputed from those device counts
-and catalog prices and TDPs are within the budgets (the cost budget counts what is paid: owned devices
-are free) and match the plan's totals; with ``whole_nodes`` those counts are whole nodes of each type
-(the plan's nodes and idle devices are recounted too); every pool has ``min_replicas_per_pool`` replicas
-(and partner replicas).
+parallelism (tp × pp) × replicas (and its partner's); each class's traffic is split completely, over strategies
+its task graph (rebuilt from the workload) has, and every pool unit of that graph has the capacity for what it
+serves; power, inventory and cost recomputed from those device counts and catalog prices and TDPs are within the
+budgets (the cost budget counts what is paid: owned devices are free) and match the plan's totals; with
+``whole_nodes`` those counts are whole nodes of each type (the plan's nodes and idle devices are recounted too);
+every pool has ``min_replicas_per_pool`` replicas (and partner replicas).
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
 
+from planner import graph as task_graph
 from planner.catalog import Catalog
 from planner.nodes import nodes_for
 from planner.perf.model import RooflineModel
@@ -69,10 +70,8 @@ def verify_plan(plan: Plan, catalog: Catalog, options: CandidateOptions = Candid
                             f"{pool.replicas} replicas")
 
     split_ok = demand_ok = True
-    # every pool unit the task graph gives a (class, strategy) must serve that strategy's share
-    units = defaultdict(set)
-    for node in plan.graph.get("nodes", []):
-        units[(node["class"], node["strategy"])].add(node["unit"])
+    # every pool unit the workload's task graph (rebuilt, not the plan's) gives a (class, strategy) must serve its share
+    graph = task_graph.build_task_graph(workload, *profiles(costs, workload))
     served = defaultdict(float)
     for pool in plan.pools:
         for name, rps in pool.served_by_class().items():
@@ -87,7 +86,9 @@ def verify_plan(plan: Plan, catalog: Catalog, options: CandidateOptions = Candid
             split_ok &= check(abs(total - 1.0) < 1e-5, abs(total - 1.0), f"class {result.name}: shares sum to {total}")
             for name, share in result.strategy_shares.items():
                 need = classes[result.name].rate_rps * plan.goodput_scale * share
-                for role in units.get((result.name, strategy_of(name)), ()):
+                roles = task_graph.units(graph, result.name, strategy_of(name))
+                split_ok &= check(bool(roles), share, f"class {result.name}: a share on {name}, which its task graph has no pools for")
+                for role in roles:
                     got = served.get((result.name, name, role), 0.0)
                     demand_ok &= check(got >= need * (1 - 1e-5), need - got,
                                        f"class {result.name}/{name}/{role}: serves {got:.3f} of {need:.3f} req/s")

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 
+import numpy as np
 import openpyxl
 import pytest
 import yaml
@@ -254,3 +255,32 @@ def test_the_diagnosis_prices_no_decode_pipeline_a_strategy_never_offers(catalog
     assert plan.status == "infeasible" and plan.diagnosis.reason == "slo_unreachable"
     (tpot,) = [s for s in plan.diagnosis.slo_shortfalls if s.slo == "tpot_ms"]
     assert tpot.best_ms is None and tpot.best_device is None
+
+
+def test_a_pipelined_shared_aggregated_replica_splits_its_kv_over_its_stages(catalog):
+    """Llama-3.1-405B bf16, 16,000-token prompts, 500-token answers, loose SLOs (60 s, 1 s): a sequence holds 16,256
+    tokens of 516,096 B of KV, 0.524 GB a device of 16 (head-split 8 ways, layer-split over 2 or 4 stages); beside
+    50.73 GB of weights an H100 has 21.27 GB left, room for 40, so of the grid's 32 and 48 a shared replica of 16
+    runs 32 (were the KV not split over the stages, 1.05 GB a device: 16). The re-check agrees: 32 fit, 48 do not."""
+    from planner.candidates import CandidateOptions
+    from planner.graph import build_task_graph
+    from planner.plan import pools_of
+    from planner.strategies.aggregated import price_shared, recheck
+    from planner.strategies.base import Pricing
+    from planner.verify import checking_at
+
+    work = Workload.model_validate({
+        "model": "llama-3.1-405b", "dtype": "bf16", "strategies": ["aggregated"], "shared_pools": True,
+        "classes": [{"name": n, "rate_rps": 0.2, "input_tokens": 16_000, "output_tokens": 500,
+                     "slo": {"ttft_ms": 60_000, "tpot_ms": t}} for n, t in (("a", 1000), ("b", 1250))],
+        "constraints": {"power_budget_kw": 400, "devices": ["h100-sxm"]}})
+    costs, options = RooflineModel(catalog), CandidateOptions()
+    model = costs.profile(work.model, work.dtype, work.kv_dtype)
+    ctx = Pricing(work, model, None, [costs.silicon("h100-sxm", "bf16")], build_task_graph(work, model, None), options, costs)
+    sixteen = [c for c in price_shared(ctx) if c.tp * c.pp == 16]
+    assert {(c.tp, c.pp): c.batch for c in sixteen} == {(8, 2): 32, (4, 4): 32}
+    for c in sixteen:
+        (pool,) = pools_of(work, [c], np.array([1]), {})
+        for batch, fits in ((32, True), (48, False)):
+            assert recheck(pool.model_copy(update={"batch": batch}), work.classes[0],
+                           checking_at(work, options, costs)).memory_ok is fits

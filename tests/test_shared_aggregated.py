@@ -149,6 +149,30 @@ def test_the_prompts_row_keeps_the_prompt_server_within_its_cap():
         assert x[f"x:{base.key}>a"] == pytest.approx(rate / 10.0) and x[f"n:{own[0].key}"] == pytest.approx(0.0)
 
 
+def test_the_prompts_row_admits_what_the_recheck_does(costs):
+    """4,000-token prompts, 16-token answers: a shared replica's prompt server (1 / S prompts/s) binds before its
+    slots do. Loaded with each class at half its prompt limit (what the MILP's prompts row allows at one replica), the
+    re-check finds the prompt server at its cap; 5% more and it finds it beyond."""
+    from planner.candidates import CandidateOptions
+    from planner.graph import build_task_graph
+    from planner.plan import pools_of
+    from planner.strategies.aggregated import price_shared, recheck
+    from planner.strategies.base import Pricing
+    from planner.verify import checking_at
+
+    work = two_apps(True)
+    work = work.model_copy(update={"classes": tuple(rc.model_copy(update={"input_tokens": 4000, "output_tokens": 16})
+                                                    for rc in work.classes)})
+    model, options = costs.profile(work.model, work.dtype, work.kv_dtype), CandidateOptions()
+    ctx = Pricing(work, model, None, [costs.silicon("h100-sxm", "bf16")], build_task_graph(work, model, None), options, costs)
+    bound = [c for c in price_shared(ctx) if all(1 / c.extra["service_s"] < load.capacity_rps for load in c.mix)]
+    assert bound
+    for c in bound:
+        for more, ok in ((1.0, True), (1.05, False)):
+            loads = {(c.key, load.class_name): more * load.prompt_rps / (2 * load.capacity_rps) for load in c.mix}
+            (pool,) = pools_of(work, [c], np.array([1]), {}, loads)
+            assert recheck(pool, work.classes[0], checking_at(work, options, costs)).latency_ok is ok, (c.key, more)
+
 @pytest.fixture(scope="module")
 def shared_plan():
     catalog = load_catalog()

@@ -167,6 +167,48 @@ def test_a_shared_prefill_pool_is_priced_at_its_slowest_class_cached_prefixes_in
             assert pool.ttft_ms >= 1000 * b_pass
 
 
+
+def cached_prompts(shared: bool) -> Workload:
+    """8,000-token prompts 95% cached: 400 new tokens a pass, but the whole prompt's KV (8,000 × 131,072 B = 1.048576 GB
+    of bf16 KV) leaves for the decode pool: on n H100s (50 GB/s of NIC each) 47.68·n requests/s."""
+    return Workload.model_validate({
+        "model": "llama-3.1-8b", "dtype": "bf16", "strategies": ["pd_disagg"], "shared_pools": shared,
+        "classes": [{"name": k, "rate_rps": 20, "input_tokens": 8000, "output_tokens": 100, "prefix_cache_hit": 0.95,
+                     "slo": {"ttft_ms": ttft, "tpot_ms": 50}} for k, ttft in (("a", 1000), ("b", 2000))],
+        "constraints": {"power_budget_kw": 100, "devices": ["h100-sxm"]}, "objective": "min_power",
+    })
+
+
+def test_a_shared_prefill_replica_hands_off_no_more_kv_than_its_nics_send(catalog):
+    """``cached_prompts``: 47.68·n requests/s is below what the passes take on 1, 2 and 4 H100s: there the NICs, not
+    the TTFT, limit a shared prefill replica."""
+    from planner import graph as task_graph
+    from planner.candidates import generate_candidates
+    from planner.perf.profile import ModelProfile
+
+    work = cached_prompts(True)
+    graph = task_graph.build_task_graph(work, ModelProfile.of(catalog.model(work.model), "bf16", work.kv_dtype), None)
+    candidates, _ = generate_candidates(work, catalog, graph)
+    shared = {c.tp: c for c in candidates if c.mix and c.role == "prefill"}
+    for n in (1, 2, 4):
+        assert shared[n].capacity_rps == pytest.approx(n * 50e9 / 1.048576e9) and shared[n].limited_by == "network"
+
+
+@pytest.mark.parametrize("shared", [True, False])
+def test_verify_recomputes_a_prefill_pools_nic_limit(catalog, shared):
+    """40 req/s of ``cached_prompts`` take one prefill H100 (one shared, or one per class), its NICs the limit
+    (47.68 req/s; its passes would take 67): a plan claiming a fifth more capacity fails the recomputation."""
+    plan = plan_workload(cached_prompts(shared), catalog, PlanOptions(baseline=False))
+    assert plan.verification.ok, plan.verification.messages
+    prefill = [i for i, p in enumerate(plan.pools) if p.role == "prefill"]
+    assert {plan.pools[i].limited_by for i in prefill} == {"network"}
+    assert not any(name.startswith("slo.ttft_ms") for name in plan.binding_constraints)
+    pools = list(plan.pools)
+    for i in prefill:
+        pools[i] = pools[i].model_copy(update={"capacity_rps": 1.2 * pools[i].capacity_rps})
+    result = verify_plan(plan.model_copy(update={"pools": tuple(pools)}), catalog)
+    assert {k for k, ok in result.checks.items() if not ok} == {"latency_recomputed"}, result.messages
+
 def test_an_idle_shared_decode_pool_still_verifies(shared_plan):
     """Replicas with no traffic (the MILP may keep one when it costs nothing) report, and are re-checked at, their
     tier class's own step at the pool's batch."""

@@ -116,3 +116,20 @@ def test_an_inventory_one_device_short_of_the_plan_fails_the_inventory_by_one(ca
     result = verify_plan(edited, catalog)
     assert {name for name, ok in result.checks.items() if not ok} == {"inventory"}
     assert result.max_violation == 1.0 and result.messages == (f"{device}: {used} devices > inventory {used - 1}",)
+
+
+def test_a_plan_that_drops_a_unit_from_its_own_graph_still_owes_its_demand(catalog, spec_plan):
+    """The decode pools gone, the totals recounted, and the plan's graph emptied so it names no decode unit: the
+    demand is checked against the task graph the workload gives, not the plan's."""
+    pools = tuple(p for p in spec_plan.pools if p.role != "decode")
+    edited = spec_plan.model_copy(update={"pools": pools, "totals": totals_of(list(pools), spec_plan.workload.constraints.pue),
+                                          "graph": {**spec_plan.graph, "nodes": [], "links": []}})
+    assert _failed(edited, catalog) == {"demand"}
+
+
+def test_a_share_on_a_strategy_the_class_has_no_pools_for_fails_the_split(catalog, af_plan):
+    """Half the traffic claimed by pd_disagg, which the workload does not allow: nothing could serve it."""
+    (chat,) = af_plan.classes
+    edited = af_plan.model_copy(update={"classes": (chat.model_copy(update={"strategy_shares": {"af_disagg": 0.5,
+                                                                                               "pd_disagg": 0.5}}),)})
+    assert _failed(edited, catalog) == {"split"}

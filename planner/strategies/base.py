@@ -411,7 +411,8 @@ def price_shared_prefill(ctx: Pricing, strategy: str) -> list[Candidate]:
                 fits = m * model.kv_bytes(isl) * costs.kv_share(model, s, n, pp).reshape(-1) <= s.kv_room_bytes(model.weights_bytes / n)
                 move = float(transfer_s(kv_out, n * s.nic_bytes_s, s.nic_latency_s)) if kv_out else 0.0
                 rho = max_utilization_at(slo_s, service, move, tier.slo.percentile)
-                capacity = np.minimum(m / service, n * s.nic_bytes_s / kv_out if kv_out else np.inf)
+                network_rps = n * s.nic_bytes_s / kv_out if kv_out else np.inf
+                capacity = np.minimum(m / service, network_rps)
                 i = best(fits & (rho > 0), rho * capacity)
                 if i is None:
                     continue
@@ -419,7 +420,8 @@ def price_shared_prefill(ctx: Pricing, strategy: str) -> list[Candidate]:
                 out.append(Candidate(
                     class_name=tier.name, strategy=strategy, role="prefill", device=s.id, tp=tp, batch=int(m[i]),
                     **money([(s, n)]), capacity_rps=float(capacity[i]), utilization_cap=float(rho[i]),
-                    ttft_ms=s_to_ms(float(ttft)), tpot_ms=None, limited_by="slo.ttft_ms", pp=pp,
+                    ttft_ms=s_to_ms(float(ttft)), tpot_ms=None, pp=pp,
+                    limited_by="network" if capacity[i] >= network_rps else "slo.ttft_ms",
                     extra={"service_s": float(service[i]), "transfer_s": move},
                     mix=tuple(ClassLoad(rc.name, float(capacity[i]), float(service[i])) for rc in members),
                 ))
@@ -447,7 +449,8 @@ def within(value_s: float, slo_ms: float) -> bool:
 
 
 def recheck_prefill(pool: Pool, rc: RequestClass, check: Checking) -> Recheck:
-    """A prefill pool: TTFT at its planned utilisation (wait + service + KV hand-off), memory, prompts/s per replica."""
+    """A prefill pool: TTFT at its planned utilisation (wait + service + KV hand-off), memory, prompts/s per replica
+    (its passes', or its NICs' for the KV it hands off, whichever is fewer)."""
     model, costs = check.model, check.costs
     silicon = costs.silicon(pool.device, check.workload.dtype)
     n, m, ep, pp = pool.tp * pool.pp, pool.batch, pool.ep, pool.pp
@@ -464,13 +467,15 @@ def recheck_prefill(pool: Pool, rc: RequestClass, check: Checking) -> Recheck:
     share = float(kv_per_device(model, costs, silicon, n, ep, pp)[0])
     weights = float(model.weights_per_device(n, ep))
     fits = weights <= silicon.usable_weights_bytes and m * kv * share <= silicon.kv_room_bytes(weights)
-    return Recheck(within(ttft, rc.slo.ttft_ms) and close(s_to_ms(ttft), pool.ttft_ms), fits, m / service,
+    return Recheck(within(ttft, rc.slo.ttft_ms) and close(s_to_ms(ttft), pool.ttft_ms), fits,
+                   min(m / service, n * silicon.nic_bytes_s / kv),
                    f"prefill on {pool.device}: recomputed TTFT {s_to_ms(ttft):.1f} ms vs plan {pool.ttft_ms} ms")
 
 
 def recheck_shared_prefill(pool: Pool, check: Checking, strategy: str) -> Recheck:
     """A shared prefill pool: TTFT at its planned utilisation of the longest service among the classes it may serve,
-    with the largest KV hand-off, within the tightest of their SLOs; the largest prompt's batch fitting."""
+    with the largest KV hand-off, within the tightest of their SLOs; the largest prompt's batch fitting; prompts/s per
+    replica as ``recheck_prefill``'s."""
     model, costs = check.model, check.costs
     silicon = costs.silicon(pool.device, check.workload.dtype)
     members = [rc for rc in check.workload.classes if rc.name in pool.serves]
@@ -486,7 +491,8 @@ def recheck_shared_prefill(pool: Pool, check: Checking, strategy: str) -> Rechec
     fits = model.weights_bytes / n <= silicon.usable_weights_bytes and m * kv * share <= silicon.kv_room_bytes(model.weights_bytes / n)
     same = all(rc.slo.percentile == percentile for rc in members)
     return Recheck(same and within(ttft, min(rc.slo.ttft_ms for rc in members)) and close(s_to_ms(ttft), pool.ttft_ms), fits,
-                   m / service, f"shared prefill on {pool.device}: recomputed TTFT {s_to_ms(ttft):.1f} ms vs plan {pool.ttft_ms} ms")
+                   min(m / service, n * silicon.nic_bytes_s / kv),
+                   f"shared prefill on {pool.device}: recomputed TTFT {s_to_ms(ttft):.1f} ms vs plan {pool.ttft_ms} ms")
 
 
 def recheck_mix(pool: Pool, check: Checking, own_step, kv_in_bytes, label: str) -> Recheck:

@@ -69,7 +69,7 @@ def add_tasks(graph, rc: RequestClass, model, draft, spec) -> None:
                    transfers_per_request=rounds, link="scale_out")
 
 
-def round_trip_s(batch, k: int, target, n: int, drafter, nd: int, sharing: int = 1):
+def round_trip_s(batch, k: int, target, n: int, drafter, nd: int, sharing: int):
     """Token ids of a round's ``b·k`` drafts there and the verdicts back, on the slower of the target's NICs and
     its ``1/sharing`` share of the draft server's."""
     link = min(n * target.nic_bytes_s, nd * drafter.nic_bytes_s / sharing)
@@ -239,7 +239,7 @@ def _picks(capacity: np.ndarray, layouts: list, v, n: int) -> set[tuple[int, int
             best.append((capacity[j, row, i], bill["cost_usd_per_hour"], bill["power_w"], (j, row, i)))
     if not best:
         return set()
-    return {max(best, key=lambda t: t[0] / t[1] if t[1] > 0 else np.inf)[3], max(best, key=lambda t: t[0] / t[2])[3]}
+    return {max(best, key=lambda t: t[0] / t[1])[3], max(best, key=lambda t: t[0] / t[2])[3]}  # prices, TDPs > 0
 
 
 def round_s_of(ctx: Pricing, g: Rounds, layout: int, row: int, i: int) -> float:

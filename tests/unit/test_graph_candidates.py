@@ -47,6 +47,19 @@ def test_graph_nodes_and_edges_per_strategy(catalog):
     assert graph.has_edge("chat/spec_decode/draft", "chat/spec_decode/verify")
 
 
+
+def test_the_network_export_carries_each_decode_pools_kv_hand_off(catalog):
+    """2 req/s through a pd_disagg decode pool: 2 × 327.68 MB of fp8 KV (2,000 prompt tokens) from its prefill pool,
+    0.65536 GB/s (the network sheet reads the graph's KV edges by their kind)."""
+    from planner.export.network import Transfer, transfers
+    from planner.schema import Plan, Pool
+
+    graph, _ = _graph(catalog, _workload(["pd_disagg"]))
+    pool = Pool.model_construct(role="decode", class_name="chat", strategy="pd_disagg", served_rps=2.0, partner_role=None)
+    (kv,) = transfers(Plan.model_construct(graph=task_graph.to_json(graph), pools=(pool,)))
+    assert kv == Transfer("chat", "pd_disagg", "kv_cache", 2.0, 2000 * 80 * 2 * 8 * 128 * 1)
+    assert kv.gb_s == pytest.approx(0.65536)
+
 def test_af_graph_only_for_moe(catalog):
     dense, _ = _graph(catalog, _workload(["af_disagg"]))
     assert dense.number_of_nodes() == 0

@@ -69,3 +69,9 @@ def test_sram_draft_servers_against_an_h100_reference(catalog):
     workload = Workload.model_validate({**doc, "objective": "max_interactivity", "baseline_device": "h100-sxm"})
     i = plan_workload(workload, catalog, PlanOptions()).interactivity
     assert i.reference == "h100-sxm" and i.reference_factor > 2 * i.tpot_factor
+
+
+def test_a_plan_asked_for_no_alternatives_lists_none(chat):
+    """The default options ask for no runner-up fleets; the search's last plan (at the tightest TPOT) adds none."""
+    _, plan = chat
+    assert plan.alternatives == ()

@@ -146,3 +146,24 @@ def test_a_class_by_class_plan_that_serves_less_for_less_is_not_better(tiny):
     assert fleet_figures(wl, less)["power_kw"] < fleet_figures(wl, full)["power_kw"]
     assert better(wl, full, less) is full
     assert better(wl, less, full).scale == pytest.approx(10.0)  # the other way round, the one serving more wins
+
+
+@pytest.mark.parametrize("objective", ["max_goodput", "min_power"])
+def test_every_class_milp_is_solved_to_a_tenth_of_the_requested_gap(monkeypatch, objective):
+    """A class's proven bound is what the search relies on: its engine is asked for a tenth of the plan's gap
+    (at most CLASS_GAP), never left at its own default."""
+    asked = []
+    real = get_backend("ortools")
+
+    class Recording:
+        def solve(self, model, options):
+            if model.var_is_integer.any():  # a class's MILP (the LP relaxation gets the plan's options)
+                asked.append(options.relative_gap)
+            return real.solve(model, options)
+
+    monkeypatch.setattr(decompose, "get_backend", lambda name: Recording())
+    wl, units, cands = two_classes()
+    wl = wl.model_copy(update={"objective": objective})
+    assert decompose.solve(wl, units, cands, "ortools", SolveOptions(time_limit_s=30, relative_gap=2e-6)) is not None
+    assert asked and all(gap is not None and gap <= 2e-7 * (1 + 1e-9) for gap in asked)
+    assert asked[0] == pytest.approx(2e-7)

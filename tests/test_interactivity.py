@@ -48,6 +48,7 @@ def test_the_plan_serves_the_whole_rate_at_the_tightest_tpot_found(catalog, chat
     workload, plan = chat
     i = plan.interactivity
     assert plan.objective == "max_interactivity" and plan.meets_demand and plan.verification.ok
+    assert plan.alternatives == ()  # the default options ask for no runner-up fleets, at the tightest TPOT either
     (rc,) = workload.classes
     assert i.tpot_ms == {"chat": pytest.approx(i.tpot_factor * rc.slo.tpot_ms)}
     assert i.output_tokens_per_s_per_user["chat"] == pytest.approx(1000.0 / i.tpot_ms["chat"])
@@ -69,9 +70,3 @@ def test_sram_draft_servers_against_an_h100_reference(catalog):
     workload = Workload.model_validate({**doc, "objective": "max_interactivity", "baseline_device": "h100-sxm"})
     i = plan_workload(workload, catalog, PlanOptions()).interactivity
     assert i.reference == "h100-sxm" and i.reference_factor > 2 * i.tpot_factor
-
-
-def test_a_plan_asked_for_no_alternatives_lists_none(chat):
-    """The default options ask for no runner-up fleets; the search's last plan (at the tightest TPOT) adds none."""
-    _, plan = chat
-    assert plan.alternatives == ()

@@ -48,6 +48,7 @@ def test_the_plan_serves_the_whole_rate_at_the_tightest_tpot_found(catalog, chat
     workload, plan = chat
     i = plan.interactivity
     assert plan.objective == "max_interactivity" and plan.meets_demand and plan.verification.ok
+    assert plan.alternatives == ()  # the default options ask for no runner-up fleets, at the tightest TPOT either
     (rc,) = workload.classes
     assert i.tpot_ms == {"chat": pytest.approx(i.tpot_factor * rc.slo.tpot_ms)}
     assert i.output_tokens_per_s_per_user["chat"] == pytest.approx(1000.0 / i.tpot_ms["chat"])

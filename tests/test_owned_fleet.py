@@ -132,3 +132,19 @@ def test_pruning_compares_what_is_paid_with_owned_devices():
     assert prune_dominated([a, b], Workload.model_validate(doc)) == [a, b]
     del doc["constraints"]["owned"]  # nothing owned: A is cheaper and leaner, B goes
     assert prune_dominated([a, b], Workload.model_validate(doc)) == [a]
+
+
+def test_what_a_plan_adds_to_an_owned_type_is_beyond_the_owned_count(catalog):
+    """Two classes, 3 req/s each, on H100 SXM with their own prefill and decode pools: four H100s at the least
+    power (test_shared_pools). One owned, the plan adds three."""
+    workload = Workload.model_validate({
+        "model": "llama-3.1-8b", "dtype": "bf16", "strategies": ["pd_disagg"], "objective": "min_power",
+        "classes": [{"name": name, "rate_rps": 3, "input_tokens": 1024, "output_tokens": 256,
+                     "slo": {"ttft_ms": 2000, "tpot_ms": tpot}} for name, tpot in (("a", 40), ("b", 50))],
+        "constraints": {"power_budget_kw": 100, "devices": ["h100-sxm"], "owned": {"h100-sxm": 1}}})
+    plan = plan_workload(workload, catalog, PlanOptions(baseline=False))
+    f, h100 = plan.footprint, catalog.device("h100-sxm")
+    assert plan.totals.devices_by_type == {"h100-sxm": 4}
+    assert f.owned_used == {"h100-sxm": 1} and f.added == {"h100-sxm": 3}
+    assert f.added_cost_usd_per_hour == pytest.approx(3 * h100.price_usd_per_hour)
+    assert f.added_capex_usd == pytest.approx(3 * h100.price_usd)

@@ -129,7 +129,7 @@ def add_owned(b: ModelBuilder, workload: Workload, candidates: list[Candidate], 
         users = [(j, c) for c, j in zip(candidates, n) if device in c.devices_by_type]
         if not users:
             continue
-        price = next(c.price_by_type.get(device, 0.0) for _, c in users)
+        price = next(c.price_by_type[device] for _, c in users)
         (bought,) = b.add_block(f"bought_{device}", ["devices"], objective=[price if in_objective else 0.0])
         b.add_row(f"owned:{device}", [j for j, _ in users] + [bought],
                   [float(c.devices_by_type[device]) for _, c in users] + [-1.0], hi=float(count))

@@ -97,7 +97,7 @@ def settle_infeasible_or_unbounded(backend: Backend, model: IlpModel, options: S
     are infeasible (so is the model) or have a solution (then the objective is unbounded)."""
     if not model.objective.any():
         return Termination.ERROR  # a zero objective cannot be unbounded: the engine contradicts itself
-    probe = backend.solve(replace(model, objective=np.zeros_like(model.objective), objective_offset=0.0), options)
+    probe = backend.solve(replace(model, objective=np.zeros_like(model.objective)), options)  # its value is never read
     if probe.termination is Termination.INFEASIBLE:
         return Termination.INFEASIBLE
     if probe.has_solution:

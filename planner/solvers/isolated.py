@@ -248,4 +248,6 @@ def serve(target: str) -> None:
 
 
 if __name__ == "__main__":
-    serve(sys.argv[1])
+    # the loop of planner.solvers.isolated, not of this __main__ copy: in_child() must answer for the module the
+    # backends import
+    importlib.import_module("planner.solvers.isolated").serve(sys.argv[1])

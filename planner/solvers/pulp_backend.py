@@ -117,10 +117,9 @@ def _problem(model: IlpModel) -> tuple[pulp.LpProblem, list]:
 
 def _solve_highs(problem: pulp.LpProblem, options: SolveOptions) -> _Report:
     """Solve with HiGHS and read its model status, solution status and dual bound from its Highs object."""
-    limits = {} if options.node_limit is None else {"mip_max_nodes": options.node_limit}
-    try:
+    try:  # PuLP passes HiGHS no option that is None (as it passes CBC no maxNodes in cbc_run)
         problem.solve(pulp.HiGHS(msg=False, timeLimit=options.time_limit_s, gapRel=options.relative_gap, gapAbs=0.0,
-                                 threads=options.threads, random_seed=options.seed, **limits))
+                                 threads=options.threads, random_seed=options.seed, mip_max_nodes=options.node_limit))
     except KeyError:  # PuLP 3.3 maps no status to HiGHS's node limit (coin-or/pulp#895), after it read the values
         if problem.solverModel is None or problem.solverModel.getModelStatus() != _STATUS.kSolutionLimit:
             raise

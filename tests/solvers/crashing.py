@@ -1,4 +1,5 @@
-"""A backend that dies the way a native crash does (SIGSEGV), to test what a dead child answers."""
+"""Backends whose child dies before it answers: the way a native crash does (SIGSEGV), or quietly with exit
+status 0 (native code calling ``exit``), to test what a dead child answers."""
 
 from __future__ import annotations
 
@@ -13,3 +14,8 @@ class CrashingBackend:
 
     def solve(self, model, options):
         os.kill(os.getpid(), signal.SIGSEGV)
+
+
+class ExitingBackend(CrashingBackend):
+    def solve(self, model, options):
+        os._exit(0)

@@ -49,6 +49,15 @@ class NodeLimitFindsNothing(Failing):
     termination = Termination.NODE_LIMIT
 
 
+class Placed(Failing):
+    """Fails every solve; its message says whether ``in_child()`` holds where it ran."""
+
+    def solve(self, model, options):
+        from planner.solvers.isolated import in_child
+
+        return SolveResult(self.termination, self.name, "fixed", message=f"in_child: {in_child()}")
+
+
 class FailsTieBreak(OrtoolsBackend):
     def solve(self, model, options):
         if "scale" in model.blocks and model.var_lb[model.blocks["scale"]][0] > 0:

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from planner import decompose
 from planner.milp.build import BuildOptions, build_model
-from planner.optimize import PlanOptions, plan_workload
+from planner.optimize import PlanOptions, better, fleet_figures, plan_workload, solve_candidates
 from planner.schema import Workload
 from planner.solvers import SolveOptions, Termination, get_backend
 from tests.solvers.conftest import candidate, units_for, workload
@@ -134,3 +134,37 @@ def test_a_bracket_the_first_probe_closes_takes_one_probe():
     first, second = split.results
     assert -first.objective == pytest.approx(2.0) and -first.bound == pytest.approx(2.0)
     assert second.objective == pytest.approx(4.0)  # kW at λ = 2: every replica is needed
+
+
+def test_a_class_by_class_plan_that_serves_less_for_less_is_not_better(tiny):
+    """``better`` keeps the full MILP's plan unless the class-by-class one serves at least as much: by hand, 10 kW
+    serve λ = 10 (2 B, 1 C and 1 D, 8.9 kW); the same candidates under 5 kW serve λ = 4 (e.g. 2 A and 2 C, 5 kW) — less
+    power, but less served too."""
+    wl, units, cands = tiny
+    full = solve_candidates(wl, units, cands, PlanOptions(baseline=False, relative_gap=1e-9))
+    less = solve_candidates(workload({"chat": 1.0}, 5.0), units, cands, PlanOptions(baseline=False, relative_gap=1e-9))
+    assert (full.scale, less.scale) == (pytest.approx(10.0), pytest.approx(4.0))
+    assert fleet_figures(wl, less)["power_kw"] < fleet_figures(wl, full)["power_kw"]
+    assert better(wl, full, less) is full
+    assert better(wl, less, full).scale == pytest.approx(10.0)  # the other way round, the one serving more wins
+
+
+@pytest.mark.parametrize("objective", ["max_goodput", "min_power"])
+def test_every_class_milp_is_solved_to_a_tenth_of_the_requested_gap(monkeypatch, objective):
+    """A class's proven bound is what the search relies on: its engine is asked for a tenth of the plan's gap
+    (at most CLASS_GAP), never left at its own default."""
+    asked = []
+    real = get_backend("ortools")
+
+    class Recording:
+        def solve(self, model, options):
+            if model.var_is_integer.any():  # a class's MILP (the LP relaxation gets the plan's options)
+                asked.append(options.relative_gap)
+            return real.solve(model, options)
+
+    monkeypatch.setattr(decompose, "get_backend", lambda name: Recording())
+    wl, units, cands = two_classes()
+    wl = wl.model_copy(update={"objective": objective})
+    assert decompose.solve(wl, units, cands, "ortools", SolveOptions(time_limit_s=30, relative_gap=2e-6)) is not None
+    assert asked and all(gap is not None and gap <= 2e-7 * (1 + 1e-9) for gap in asked)
+    assert asked[0] == pytest.approx(2e-7)

@@ -4,12 +4,15 @@ power tie-break (OR-Tools passes hints to SCIP/HiGHS; a hint never changes what 
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 import planner.solvers.ortools_backend as ortools_backend
-from planner.optimize import solve_with_rounding
+from planner import decompose
+from planner.optimize import PlanOptions, solve_candidates, solve_with_rounding
 from planner.solvers import SolveOptions, Termination, get_backend
 from planner.milp.build import BuildOptions, build_model
-from tests.solvers.conftest import small_ilp
+from tests.solvers.conftest import candidate, small_ilp, units_for, workload
+from tests.test_shared_pools import shared_candidate
 
 
 def test_ortools_hands_the_hint_to_the_engine_and_the_optimum_is_unchanged(monkeypatch):
@@ -48,3 +51,46 @@ def test_the_rounding_point_is_the_milps_hint(tiny):
     lp_hint, milp_hint = asked  # the LP first (no hint), then the MILP from the rounded LP point
     assert lp_hint is None and milp_hint is not None
     assert model.max_violation(milp_hint) <= 1e-6  # a feasible point of the same MILP
+
+
+def test_a_rounding_point_the_engine_cannot_beat_is_the_answer(tiny):
+    """PuLP gives its engine no hint; HiGHS stopped at the root (node limit 0) finds no fleet of its own. By hand,
+    LP rounding covers λ = 7 with 2 B (10 req/s of prefill) and 1 D (7 of decode), 7.4 kW of the 10: that point is
+    returned, under the engine's own termination and bound."""
+    workload, units, candidates = tiny
+    model = build_model(workload, units, candidates, BuildOptions(objective="max_goodput"))
+    options = SolveOptions(engine="highs", node_limit=0, time_limit_s=30)
+    backend = get_backend("pulp")
+    alone = backend.solve(model, options)
+    assert not alone.has_solution and alone.termination is Termination.TIME_LIMIT
+    result = solve_with_rounding(backend, model, options)
+    assert result.termination is Termination.TIME_LIMIT and result.bound == alone.bound
+    assert result.objective == pytest.approx(-7.0) and model.max_violation(result.x) <= 1e-6
+    x = dict(zip(model.var_names, result.x))
+    assert [x[f"n:{c.key}"] for c in candidates] == pytest.approx([0.0, 2.0, 0.0, 1.0])
+    assert result.message.endswith("; LP rounding beat the incumbent")
+
+
+def test_the_full_milp_starts_from_the_class_by_class_plan():
+    """Three classes that only the power budget ties, plus one shared decode replica (so the full MILP runs after
+    the class-by-class search). Stopped at the root (node limit 0), HiGHS (no hints under PuLP) finds no fleet and
+    LP rounding serves half the scale the class-by-class plan does: the full MILP's first stage is that plan."""
+    rng = np.random.default_rng(11)
+    classes = [f"k{i}" for i in range(3)]
+    rates = {k: float(rng.uniform(0.5, 3)) for k in classes}
+    cands = [candidate(k, role, f"{role[0]}{j}", float(rng.uniform(0.5, 6)), float(rng.uniform(300, 3000)))
+             for k in classes for role in ("prefill", "decode") for j in range(3)]
+    work, units = workload(rates, float(rng.uniform(5, 15))), units_for(classes)
+    shared = shared_candidate([(k, float(rng.uniform(1, 5)), 0.02) for k in classes], tpot_ms=40.0,
+                              power_w=float(rng.uniform(1000, 4000)))
+    options = PlanOptions(solver="pulp", node_limit=0, baseline=False, time_limit_s=30, relative_gap=1e-6)
+    apart = decompose.solve(work, units, cands, "pulp", options.solve_options())
+    full = build_model(work, units, cands + [shared], BuildOptions(objective="max_goodput"))
+    rounding = solve_with_rounding(get_backend("pulp"), full, options.solve_options())
+    assert rounding.message.endswith("LP rounding beat the incumbent")
+    assert -rounding.objective < 0.6 * -apart.results[0].objective  # the start is worth having
+    solved = solve_candidates(work, units, cands + [shared], options)
+    first = solved.stages[0]
+    assert first.objective == pytest.approx(apart.results[0].objective, rel=1e-9)
+    assert first.message.endswith("; the class-by-class plan beat the incumbent")
+    assert solved.scale == pytest.approx(-apart.results[0].objective, rel=1e-6)

@@ -89,6 +89,18 @@ def test_a_child_that_crashes_answers_an_error_result_and_is_replaced(tiny):
     backend._pool.close()
 
 
+def test_a_child_that_exits_without_answering_says_its_exit_status(tiny):
+    from planner.milp.build import BuildOptions, build_model
+
+    wl, units, cands = tiny
+    model = build_model(wl, units, cands, BuildOptions(objective="max_goodput"))
+    backend = IsolatedBackend("exiting", "tests.solvers.crashing:ExitingBackend")
+    result = backend.solve(model, SolveOptions())
+    assert result.termination is Termination.ERROR and result.x is None
+    assert result.message == "the solver process exited with 0"  # no signal killed it
+    backend._pool.close()
+
+
 
 def test_a_child_imports_the_parents_planner_from_any_directory(tmp_path, monkeypatch):
     """The child runs ``python -m planner.solvers.isolated`` with the parent's source tree first on its path, so
@@ -102,3 +114,16 @@ def test_a_child_imports_the_parents_planner_from_any_directory(tmp_path, monkey
         assert child.hello["name"] == str(Path(planner.__file__).resolve().parent)
     finally:
         child.close()
+
+
+def test_a_child_knows_it_is_one(tiny):
+    """``in_child()`` holds in the child whose loop (``serve``) answers the solve, and not in this process."""
+    from planner.milp.build import BuildOptions, build_model
+    from planner.solvers.isolated import in_child
+
+    wl, units, cands = tiny
+    model = build_model(wl, units, cands, BuildOptions(objective="max_goodput"))
+    backend = IsolatedBackend("fixed", "tests.solvers.fixed:Placed")
+    assert backend.solve(model, SolveOptions()).message == "in_child: True"
+    assert not in_child()
+    backend._pool.close()

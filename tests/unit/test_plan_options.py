@@ -64,3 +64,24 @@ def test_a_baseline_solves_to_the_looser_gap_and_the_shorter_limit():
     assert (looser.time_limit_s, looser.relative_gap) == (2.0, 5e-3)
     already = PlanOptions(time_limit_s=1.0, relative_gap=0.01, baseline_gap=5e-3, baseline_time_limit_s=2.0).for_baseline()
     assert (already.time_limit_s, already.relative_gap) == (1.0, 0.01)  # never longer or tighter than the plan's own
+
+
+def test_a_re_solve_plans_alone():
+    """A sensitivity re-solve is the plan alone: no baseline, no alternatives, no analysis of its own, no replay."""
+    stated = PlanOptions(solver="pulp", engine="cbc", time_limit_s=7.0, relative_gap=0.01, node_limit=500, alternatives=2,
+                         sensitivity=SensitivityOptions(delta=0.3), simulate=SimulationOptions())
+    assert stated.for_resolve() == PlanOptions(solver="pulp", engine="cbc", time_limit_s=7.0, relative_gap=0.01,
+                                               node_limit=500, baseline=False)
+
+
+def test_the_stated_engine_solves_the_plan(catalog):
+    """OR-Tools solves with SCIP unless told otherwise; told HiGHS, every solve of the plan is HiGHS's."""
+    workload = Workload.model_validate({
+        "model": "llama-3.1-8b", "dtype": "bf16", "strategies": ["aggregated"], "objective": "min_power",
+        "classes": [{"name": "chat", "rate_rps": 3, "input_tokens": 1024, "output_tokens": 256,
+                     "slo": {"ttft_ms": 2000, "tpot_ms": 50}}],
+        "constraints": {"power_budget_kw": 100, "devices": ["h100-sxm"]}})
+    plain = planner.optimize.plan_workload(workload, catalog, PlanOptions(baseline=False))
+    highs = planner.optimize.plan_workload(workload, catalog, PlanOptions(engine="highs", baseline=False))
+    assert (plain.solver.engine, highs.solver.engine) == ("scip", "highs")
+    assert highs.totals.devices_by_type == plain.totals.devices_by_type  # the same optimum either way

@@ -158,7 +158,9 @@ def solve_with_rounding(backend, model, options: SolveOptions, start: np.ndarray
         return result
     if result.has_solution and result.objective <= value[id(hint)] + 1e-9 * max(1.0, abs(value[id(hint)])):
         return result
-    termination = result.termination if result.termination is not Termination.INFEASIBLE else Termination.FEASIBLE
+    # an engine that found nothing (node limit) or called the model infeasible ends short of the gap with this point
+    found_nothing = result.termination in (Termination.INFEASIBLE, Termination.NODE_LIMIT)
+    termination = Termination.FEASIBLE if found_nothing else result.termination
     source = "the class-by-class plan" if hint is start else "LP rounding"
     return replace(result, x=hint, objective=value[id(hint)], termination=termination,
                    message=f"{result.message}; {source} beat the incumbent")

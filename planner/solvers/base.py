@@ -102,7 +102,7 @@ def settle_infeasible_or_unbounded(backend: Backend, model: IlpModel, options: S
         return Termination.INFEASIBLE
     if probe.has_solution:
         return Termination.UNBOUNDED
-    return probe.termination if probe.termination in (Termination.TIME_LIMIT, Termination.NODE_LIMIT) else Termination.ERROR
+    return probe.termination  # no point and not infeasible: a limit passed first, or the engine failed
 
 
 def require_finite(model: IlpModel) -> None:

@@ -19,7 +19,9 @@ several classes) or excluded mixes, every row of the MILP (milp/build.py) but th
   than ``F(probe)``, and this one uses exactly that.
 
 Each class's MILP is solved to a tenth of the requested gap (at most ``CLASS_GAP``); its bound (not its incumbent)
-decides infeasibility, so an unproven class solve can only stop the search, never make it claim too much. The
+decides infeasibility, so an unproven class solve can only stop the search, never make it claim too much. A probe
+solves its classes quickest first and stops once their bounds, with the bounds the rest had at smaller scales
+(F_k is non-decreasing), exceed the budget: the probe is over it whatever the rest would need. The
 search has ``SHARE`` of the time limit; when it stops short of the requested gap, the full MILP gets the rest.
 """
 
@@ -72,11 +74,16 @@ class ClassSolve:
     counts: np.ndarray | None
     objective: float
     bound: float
-    result: SolveResult
+    result: SolveResult | None  # None: not solved (over_budget)
 
     @property
     def gap(self) -> float:
         return abs(self.objective - self.bound) / max(1e-9, abs(self.objective)) if np.isfinite(self.objective) else 0.0
+
+
+def over_budget(bound: float) -> ClassSolve:
+    """A class left unsolved at a probe the others already prove over the budget: no fleet, ``bound`` below."""
+    return ClassSolve(None, np.inf, bound, None)
 
 
 @dataclass(frozen=True)
@@ -97,18 +104,31 @@ def solve(workload: Workload, units: dict, candidates: list[Candidate], solver: 
     class_gap = min(CLASS_GAP, options.relative_gap / 10)
     known: dict[str, list[tuple[float, float, ClassSolve]]] = defaultdict(list)  # (scale, served, solve) per class
 
-    def at(scale: float, gap: float = class_gap) -> dict[str, ClassSolve] | None:
+    def at(scale: float, gap: float = class_gap, budget: float | None = None) -> dict[str, ClassSolve] | None:
         """Every class at ``scale``. A class whose fleet at a smaller scale already serves this one needs no new
-        solve: F_k is non-decreasing, so that fleet is still the least (its bound still holds)."""
-        out = {}
-        for name, (rc_units, cands) in by_class.items():
+        solve: F_k is non-decreasing, so that fleet is still the least (its bound still holds). With a power
+        ``budget`` the classes are solved quickest first (by their last solve), and once the bounds of those solved
+        and the bounds known below ``scale`` of the rest exceed it, the rest are left unsolved (``over_budget``):
+        the probe is proven over the budget whatever they would need."""
+        out, todo = {}, []
+        for name in by_class:
             again = [s for low, served, s in known[name] if low <= scale <= served and s.gap <= gap]
             if again:
                 out[name] = again[0]
-                continue
+            else:
+                todo.append(name)
+        floors = {name: max((s.bound for low, _, s in known[name] if low <= scale), default=0.0) for name in todo}
+        if budget is not None:
+            todo.sort(key=lambda name: known[name][-1][2].result.time_s if known[name] else 0.0)
+        for i, name in enumerate(todo):
+            if budget is not None and (sum(s.bound for s in out.values()) + sum(floors[k] for k in todo[i:])
+                                       > budget * (1 + 1e-9)):
+                out.update({k: over_budget(floors[k]) for k in todo[i:]})
+                return out
             limit = min(deadline - time.perf_counter(), CLASS_TIME_SHARE * options.time_limit_s)
             if limit <= 0:
                 return None
+            rc_units, cands = by_class[name]
             out[name] = _class_solve(workload, name, scale, rc_units, cands, backend,
                                      replace(options, relative_gap=gap, hint=None, time_limit_s=limit))
             if out[name] is None:
@@ -153,10 +173,10 @@ def _max_goodput(workload, units, candidates, by_class, at, backend, options: So
     while probes < MAX_STEPS and (best is None or (hi - lo) > options.relative_gap * lo):
         if (best is None and scale < 1e-12) or (best is not None and hi - floor <= SOLVER_TOLERANCE * hi):
             break  # nothing left to probe, or nothing an engine's feasibility tolerance can tell apart
-        solved = at(scale)
+        solved = at(scale, budget=budget)
         probes += 1
         if solved is not None and _straddles(solved, budget):
-            solved = at(scale, CLOSE_GAP)
+            solved = at(scale, CLOSE_GAP, budget)
         if solved is None:
             break  # a class's solve is unproven: the bracket so far is all the search knows
         power = sum(s.objective for s in solved.values())

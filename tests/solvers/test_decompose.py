@@ -168,3 +168,24 @@ def test_every_class_milp_is_solved_to_a_tenth_of_the_requested_gap(monkeypatch,
     assert decompose.solve(wl, units, cands, "ortools", SolveOptions(time_limit_s=30, relative_gap=2e-6)) is not None
     assert asked and all(gap is not None and gap <= 2e-7 * (1 + 1e-9) for gap in asked)
     assert asked[0] == pytest.approx(2e-7)
+
+
+def test_a_probe_the_first_classes_prove_over_budget_solves_no_more_of_them(monkeypatch):
+    """Three classes (seed 29 of a random family): 17 probes, and once the proven bounds of the classes solved at a
+    probe, with those the others had below it, exceed the budget, the others are left unsolved: 19 class solves
+    (30 when each probe solves every class whose fleet does not already serve it). The answer is the full MILP's."""
+    rng = np.random.default_rng(29)
+    classes = {f"k{i}": float(rng.uniform(0.5, 3)) for i in range(3)}
+    cands = [candidate(k, role, f"{role[0]}{j}", float(rng.uniform(0.5, 8)), float(rng.uniform(200, 3000)))
+             for k in classes for role in ("prefill", "decode") for j in range(3)]
+    wl, units = workload(classes, float(rng.uniform(4, 12))), units_for(classes)
+    solves, class_solve = [], decompose._class_solve
+
+    def recorded(workload_, name, scale, *args):
+        solves.append(scale)
+        return class_solve(workload_, name, scale, *args)
+
+    monkeypatch.setattr(decompose, "_class_solve", recorded)
+    split = decompose.solve(wl, units, cands, "ortools", SolveOptions(time_limit_s=30, relative_gap=1e-5))
+    assert -split.results[0].objective == pytest.approx(-full(wl, units, cands, "max_goodput"), rel=1e-9)
+    assert (split.probes, len(solves)) == (17, 19)

@@ -20,7 +20,7 @@ several classes) or excluded mixes, every row of the MILP (milp/build.py) but th
 
 Each class's MILP is solved to a tenth of the requested gap (at most ``CLASS_GAP``); its bound (not its incumbent)
 decides infeasibility, so an unproven class solve can only stop the search, never make it claim too much. A probe
-solves its classes quickest first and stops once their bounds, with the bounds the rest had at smaller scales
+solves its classes largest first and stops once their bounds, with the bounds the rest had at smaller scales
 (F_k is non-decreasing), exceed the budget: the probe is over it whatever the rest would need. The
 search has ``SHARE`` of the time limit; when it stops short of the requested gap, the full MILP gets the rest.
 """
@@ -107,9 +107,9 @@ def solve(workload: Workload, units: dict, candidates: list[Candidate], solver: 
     def at(scale: float, gap: float = class_gap, budget: float | None = None) -> dict[str, ClassSolve] | None:
         """Every class at ``scale``. A class whose fleet at a smaller scale already serves this one needs no new
         solve: F_k is non-decreasing, so that fleet is still the least (its bound still holds). With a power
-        ``budget`` the classes are solved quickest first (by their last solve), and once the bounds of those solved
-        and the bounds known below ``scale`` of the rest exceed it, the rest are left unsolved (``over_budget``):
-        the probe is proven over the budget whatever they would need."""
+        ``budget`` the classes are solved largest first (by their bound known below ``scale``: the power a probe adds
+        grows with a class's), and once the bounds of those solved and those known below ``scale`` of the rest exceed
+        it, the rest are left unsolved (``over_budget``): the probe is over the budget whatever they would need."""
         out, todo = {}, []
         for name in by_class:
             again = [s for low, served, s in known[name] if low <= scale <= served and s.gap <= gap]
@@ -119,7 +119,7 @@ def solve(workload: Workload, units: dict, candidates: list[Candidate], solver: 
                 todo.append(name)
         floors = {name: max((s.bound for low, _, s in known[name] if low <= scale), default=0.0) for name in todo}
         if budget is not None:
-            todo.sort(key=lambda name: known[name][-1][2].result.time_s if known[name] else 0.0)
+            todo.sort(key=lambda name: -floors[name])  # stable: the class order breaks ties
         for i, name in enumerate(todo):
             if budget is not None and (sum(s.bound for s in out.values()) + sum(floors[k] for k in todo[i:])
                                        > budget * (1 + 1e-9)):

@@ -109,21 +109,22 @@ def erlang_c(servers, offered):
         return np.where(rho < 1, np.clip(b / (1.0 - rho * (1.0 - b)), 0.0, 1.0), 1.0)
 
 
-def slot_holding(output_tokens) -> tuple[float, float, float]:
-    """``(κ, f, n)`` of the requests a decode replica may serve, from their output lengths ``osl_k`` (tokens). A request
-    holds its slot for ``osl − 1`` steps (its first token came from the prefill pool), so a pool planned at utilisation
-    ``ρ`` (counted ``λ·osl·τ/b``) has its slots ``ρ_s = f·ρ`` busy, ``f = n/(n + 1)``, ``n = osl − 1``. A shared replica
-    waits at most as an M/D/c queue of its longest holding ``n = osl_max − 1`` steps at that occupancy: for a mix of
-    service times in ``[D_min, D_max]``, ``(1 + c_s²)·E[D] ≤ D_max`` whatever the mix (the variance is largest for a
-    two-point mix at the ends, and ``E + (D_max − E)(E − D_min)/E`` grows with ``E`` to ``D_max``), so in the M/G/c
-    approximation ``W ≈ (1 + c_s²)/2 · W_{M/M/c}(E[D])`` the mix waits no longer than holdings of ``D_max``; per
-    output token of the shortest answer that is ``κ = (osl_max − 1)/(osl_min − 1)`` times what one class of the longest
-    sees per token. Answers of one token hold no slot and have no TPOT: left out (``(0, 0, 0)`` when no class has two
-    tokens)."""
+def slot_holding(output_tokens, own: int) -> tuple[float, float, float]:
+    """``(κ, f, n)`` of a request of ``own`` output tokens in a decode replica that may serve requests of the output
+    lengths ``output_tokens`` (tokens; its own among them). A request holds its slot for ``osl − 1`` steps (its first
+    token came from the prefill pool), so a pool planned at utilisation ``ρ`` (counted ``λ·osl·τ/b``) has its slots
+    ``ρ_s = f·ρ`` busy, ``f = n/(n + 1)``, ``n = osl − 1``. A shared replica waits at most as an M/D/c queue of its
+    longest holding ``n = osl_max − 1`` steps at that occupancy: for a mix of service times in ``[D_min, D_max]``,
+    ``(1 + c_s²)·E[D] ≤ D_max`` whatever the mix (the variance is largest for a two-point mix at the ends, and
+    ``E + (D_max − E)(E − D_min)/E`` grows with ``E`` to ``D_max``), so in the M/G/c approximation
+    ``W ≈ (1 + c_s²)/2 · W_{M/M/c}(E[D])`` the mix waits no longer than holdings of ``D_max``. Per output token of this
+    request that is ``κ = (osl_max − 1)/(own − 1)`` times what a request of the longest sees per token. An answer of one
+    token holds no slot and has no TPOT: ``κ = 0``; ``(0, 0, 0)`` when no request has two tokens."""
     held = [n - 1 for n in output_tokens if n > 1]
     if not held:
         return 0.0, 0.0, 0.0
-    return max(held) / min(held), max(held) / (max(held) + 1), float(max(held))
+    longest = max(held)
+    return (longest / (own - 1) if own > 1 else 0.0), longest / (longest + 1), float(longest)
 
 
 def slot_wait_factor(batch, occupancy, held_steps, percentile=None):
@@ -165,14 +166,14 @@ def slot_wait_s(step_s, batch, utilization, hold, percentile=None):
     utilisation ``ρ``, its requests' ``hold = (κ, f, n)`` (``slot_holding``): ``κ · τ · slot_wait_factor(b, f·ρ, n, p)``
     (0 without a second token to wait for)."""
     kappa, f, n = hold
-    if n <= 0:
+    if n <= 0 or kappa <= 0:
         return np.zeros(np.broadcast(np.asarray(step_s), np.asarray(utilization)).shape)
     return kappa * np.asarray(step_s, dtype=float) * slot_wait_factor(batch, f * np.asarray(utilization, dtype=float), n, percentile)
 
 
 def max_slot_utilization(step_s, slo_s, batch, hold, percentile=None):
     """Largest ρ ≤ ``DECODE_UTILIZATION`` with ``τ + slot_wait_s(τ, b, ρ) ≤ T`` (the TPOT SLO ``T``, s), over arrays of
-    candidates: ``DECODE_UTILIZATION`` where it holds there, else bisection (the wait grows with ρ; 40 halvings, the
+    candidates: ``DECODE_UTILIZATION`` where it holds there, else bisection (the wait grows with ρ; 25 halvings, the
     lower end kept, so the SLO holds at the cap), 0 where no utilisation meets it."""
     step, slo, b = np.broadcast_arrays(*(np.asarray(x, dtype=float) for x in (step_s, slo_s, batch)))
     slack = slo - step
@@ -182,7 +183,7 @@ def max_slot_utilization(step_s, slo_s, batch, hold, percentile=None):
     if todo.any():
         tau, room, c = step[todo], slack[todo], b[todo]
         lo, hi = np.zeros(tau.shape), np.full(tau.shape, DECODE_UTILIZATION)
-        for _ in range(40):
+        for _ in range(25):
             mid = (lo + hi) / 2.0
             ok = slot_wait_s(tau, c, mid, hold, percentile) <= room
             lo, hi = np.where(ok, mid, lo), np.where(ok, hi, mid)

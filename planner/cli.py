@@ -334,11 +334,12 @@ def show_plan(plan) -> None:
             inputs = f"; estimated inputs: {', '.join(c.estimated_inputs)}" if c.estimated_inputs else ""
             console.print(f"[yellow]{c.level}[/] {c.device}: {escape('; '.join(c.reasons))}{escape(inputs)}", highlight=False)
     pools = Table(title="Pools")
-    for col in ("class", "strategy", "role", "device", "tp", "partner", "batch", "replicas", "devices", "util", "TTFT ms", "TPOT ms", "kW"):
+    for col in ("class", "strategy", "role", "device", "tp", "partner", "batch", "replicas", "devices", "util", "TTFT ms", "TPOT ms", "slot wait ms", "kW"):
         pools.add_column(col, justify="left" if col in ("class", "strategy", "role", "device", "partner") else "right")
     for p in plan.pools:
         pools.add_row(classes_text(p), p.route, p.role, p.device, shape_text(p), partner_text(p), str(p.batch), str(p.replicas),
-                      str(p.devices), f"{p.utilization:.2f}", _ms(p.ttft_ms), _ms(p.tpot_ms), f"{p.power_kw:,.1f}")
+                      str(p.devices), f"{p.utilization:.2f}", _ms(p.ttft_ms), _ms(p.tpot_ms),
+                      f"{p.slot_wait_ms:,.2f}" if p.tpot_ms is not None else "-", f"{p.power_kw:,.1f}")
     console.print(pools)
     classes = Table(title="Classes")
     for col in ("class", "rate rps", "served rps", "strategies", "TTFT ms", "TTFT range", "TPOT ms", "TPOT range", "tok/s/user"):

@@ -7,7 +7,7 @@ from collections import defaultdict
 import numpy as np
 
 from planner.candidates import Candidate
-from planner.strategies.base import partner_count
+from planner.strategies.base import partner_count, slot_waits_at
 from planner.milp.model import IlpModel
 from planner.schema import (
     GOODPUT_OBJECTIVES,
@@ -107,7 +107,7 @@ def pools_of(workload: Workload, candidates: list[Candidate], counts: np.ndarray
             capacity_rps=n * c.capacity_rps,
             served_rps=served * share,
             ttft_ms=_ttft_at(c, utilization, slo_percentile[c.class_name]), tpot_ms=c.tpot_ms,
-            partner_device=c.partner_device, partner_tp=c.partner_tp, partner_role=c.partner_role,
+            **_slot_waits_ms(c, c.tpot_ms, utilization), partner_device=c.partner_device, partner_tp=c.partner_tp, partner_role=c.partner_role,
             partner_replicas=int(n) if c.partner_device else None, draft_tokens=c.extra.get("draft_tokens"),
             limited_by=c.limited_by, dtype=c.dtype, ep=c.ep, pp=c.pp,
         ))
@@ -135,7 +135,7 @@ def shared_pool(c: Candidate, n: int, loads: dict[tuple[str, str], float], pue: 
         power_kw=n * pue * c.power_w / WATTS_PER_KW, cost_usd_per_hour=n * c.cost_usd_per_hour, capex_usd=n * c.capex_usd,
         utilization=total / n, utilization_cap=c.utilization_cap, capacity_rps=capacity, served_rps=served,
         ttft_ms=_ttft_at(c, served * c.extra["service_s"] / n if c.role == "aggregated" else total / n, percentile),
-        tpot_ms=s_to_ms(step) if c.role != "prefill" else None,
+        tpot_ms=s_to_ms(step) if c.role != "prefill" else None, **_slot_waits_ms(c, s_to_ms(step), total / n),
         limited_by=c.limited_by, serves=serves, dtype=c.dtype, ep=c.ep, pp=c.pp,
         partner_device=c.partner_device, partner_tp=c.partner_tp, partner_role=c.partner_role,
         partner_replicas=n if c.partner_device else None, draft_tokens=c.extra.get("draft_tokens"),
@@ -165,6 +165,16 @@ def _ttft_at(c: Candidate, utilization: float, percentile: float | None) -> floa
     service = c.extra["service_s"]
     wait = float(wait_s(min(utilization, c.utilization_cap), service, percentile))
     return s_to_ms(wait + service + c.extra["transfer_s"])
+
+
+def _slot_waits_ms(c: Candidate, step_ms: float | None, utilization: float) -> dict:
+    """A decode-side pool's slot waits per output token (ms) at its planned utilisation, stepping ``step_ms``
+    (``strategies.base.slot_waits_at`` of the candidate's slot queue): ``slot_wait_ms``, the largest, and for a shared
+    pool ``slot_waits_ms``, each class's; none for pools without a slot queue."""
+    if "slot_queue" not in c.extra or step_ms is None:
+        return {}
+    waits = slot_waits_at(step_ms, c.batch, utilization, c.extra["slot_queue"])
+    return {"slot_wait_ms": max(waits.values()), **({"slot_waits_ms": waits} if c.mix else {})}
 
 
 def classes_text(pool: Pool) -> str:
@@ -319,14 +329,20 @@ def classes_of(workload: Workload, pools: list[Pool], split: dict, scale: float)
         mine = [(p, p.served_by_class().get(rc.name, 0.0)) for p in pools]
         mine = [(p, v) for p, v in mine if v > 0]
         ttft = _weighted([(p.ttft_ms, v) for p, v in mine if p.ttft_ms is not None])
-        tpot = _weighted([(p.tpot_ms, v) for p, v in mine if p.tpot_ms is not None])
+        tpot = _weighted([(p.tpot_ms + p.slot_wait_of(rc.name), v) for p, v in mine if p.tpot_ms is not None])
         out.append(ClassResult(
             name=rc.name, rate_rps=rc.rate_rps, rate_rps_served=rc.rate_rps * scale, strategy_shares=shares,
             ttft_ms=ttft, tpot_ms=tpot, output_tokens_per_s_per_user=(1000.0 / tpot) if tpot else None,
             ttft_ms_range=_weighted_range([(p.ttft_ms_range, v) for p, v in mine]),
-            tpot_ms_range=_weighted_range([(p.tpot_ms_range, v) for p, v in mine]),
+            tpot_ms_range=_weighted_range([(_plus(p.tpot_ms_range, p.slot_wait_of(rc.name)), v) for p, v in mine]),
         ))
     return out
+
+
+def _plus(span: tuple[float, float] | None, wait_ms: float) -> tuple[float, float] | None:
+    """A pool's TPOT range with its slot wait added to both ends (the wait scales with the step, but is the plan's
+    queueing figure, not the cost model's band)."""
+    return None if span is None else (span[0] + wait_ms, span[1] + wait_ms)
 
 
 def _weighted_range(pairs: list[tuple[tuple[float, float] | None, float]]) -> tuple[float, float] | None:

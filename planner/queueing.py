@@ -1,4 +1,4 @@
-"""Queueing approximation behind the utilisation caps of prefill-bearing pools.
+"""Queueing approximations behind the utilisation caps of prefill-bearing and decode-side pools.
 
 Each replica is treated as an M/D/1 queue (Poisson arrivals, deterministic service ``S``): the mean
 wait is ``W = ρ·S / (2(1−ρ))`` (Pollaczek–Khinchine with zero service variance). A pool whose SLO
@@ -6,8 +6,10 @@ allows ``T`` seconds of TTFT, of which ``S`` are service and ``t`` transfer, may
 
 ``ρ_max = 2R / (2R + S)`` with ``R = T − S − t`` (no utilisation meets the SLO when ``R ≤ 0``),
 
-capped at ``UTILIZATION_CAP``. Decode pools carry no TTFT queue (continuous batching admits a
-request at the next step) and run at ``DECODE_UTILIZATION`` to absorb bursts.
+capped at ``UTILIZATION_CAP``. A decode replica of batch ``b`` is a queue of ``b`` slots: a request
+handed over when all are busy waits for one, between its first and second token, so the wait lands in its
+TPOT. Decode-side pools run at most at ``DECODE_UTILIZATION``, and below it where step + slot wait per token
+would exceed the TPOT SLO (``max_slot_utilization``; the M/D/c model is ``slot_wait_factor``'s).
 
 A TTFT SLO stated as a percentile ``p`` uses the waiting time's tail instead of its mean. For M/G/1 the
 Cramér–Lundberg asymptotic ``P(W > t) ≈ C·e^{−θt}`` holds, with ``θ > 0`` the root of ``λ(E[e^{θS}] − 1) = θ``
@@ -88,3 +90,102 @@ def max_utilization_at(slo_s, service_s, transfer_s=0.0, percentile=None):
         ok = md1_wait_quantile_s(mid, service, percentile) <= slack
         lo, hi = np.where(ok, mid, lo), np.where(ok, hi, mid)
     return np.where(slack > 0, np.where(meets_cap, UTILIZATION_CAP, lo), 0.0)
+
+
+# ------------------------------------------------------------------------------------- decode slots
+def erlang_c(servers, offered):
+    """Erlang C: the probability that an arrival to an M/M/c queue of ``c`` servers offered ``a`` erlangs
+    (``a = λ·D``, ``ρ = a/c < 1``) waits. From Erlang B, ``B(c, a) = (aᶜ/c!) / Σ_{k≤c} aᵏ/k!``, as
+    ``exp(c·ln a − a − ln c!) / Q(c + 1, a)`` (``Q`` the regularised upper incomplete gamma function, the Poisson CDF at
+    ``c``: no sum, no overflow, ``Q ≥ ½`` for ``a < c``), then ``C = B / (1 − ρ(1 − B))``. Dimensionless; 0 at ``a = 0``,
+    1 from ``a ≥ c`` on (an overloaded queue always waits)."""
+    from scipy.special import gammaincc, gammaln  # lazy: a plan without decode pools never loads scipy
+
+    c = np.asarray(servers, dtype=float)
+    a = np.asarray(offered, dtype=float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        b = np.where(a > 0, np.exp(c * np.log(np.where(a > 0, a, 1.0)) - a - gammaln(c + 1)) / gammaincc(c + 1, a), 0.0)
+        rho = a / c
+        return np.where(rho < 1, np.clip(b / (1.0 - rho * (1.0 - b)), 0.0, 1.0), 1.0)
+
+
+def slot_holding(output_tokens, own: int) -> tuple[float, float, float]:
+    """``(κ, f, n)`` of a request of ``own`` output tokens in a decode replica that may serve requests of the output
+    lengths ``output_tokens`` (tokens; its own among them). A request holds its slot for ``osl − 1`` steps (its first
+    token came from the prefill pool), so a pool planned at utilisation ``ρ`` (counted ``λ·osl·τ/b``) has its slots
+    ``ρ_s = f·ρ`` busy, ``f = n/(n + 1)``, ``n = osl − 1``. A shared replica waits at most as an M/D/c queue of its
+    longest holding ``n = osl_max − 1`` steps at that occupancy: for a mix of service times in ``[D_min, D_max]``,
+    ``(1 + c_s²)·E[D] ≤ D_max`` whatever the mix (the variance is largest for a two-point mix at the ends, and
+    ``E + (D_max − E)(E − D_min)/E`` grows with ``E`` to ``D_max``), so in the M/G/c approximation
+    ``W ≈ (1 + c_s²)/2 · W_{M/M/c}(E[D])`` the mix waits no longer than holdings of ``D_max``. Per output token of this
+    request that is ``κ = (osl_max − 1)/(own − 1)`` times what a request of the longest sees per token. An answer of one
+    token holds no slot and has no TPOT: ``κ = 0``; ``(0, 0, 0)`` when no request has two tokens."""
+    held = [n - 1 for n in output_tokens if n > 1]
+    if not held:
+        return 0.0, 0.0, 0.0
+    longest = max(held)
+    return (longest / (own - 1) if own > 1 else 0.0), longest / (longest + 1), float(longest)
+
+
+def slot_wait_factor(batch, occupancy, held_steps, percentile=None):
+    """A decode replica's wait for a slot, per output token, in steps (dimensionless). The replica is an M/D/c queue
+    of ``c = b`` slots, each request holding one for ``D = n·τ`` s (``n = osl − 1`` steps: its first token came from
+    the prefill pool), the slots busy ``ρ_s`` of the time (offered ``a = c·ρ_s`` erlangs). Its mean wait is the M/M/c
+    one halved with Cosmetatos's correction (1976),
+
+    ``W ≈ K · C(c, a)·D / (2c(1 − ρ_s))``, ``K = 1 + (1 − ρ_s)(c − 1)(√(4 + 5c) − 2) / (16·ρ_s·c)``,
+
+    plus half a step: an arrival is admitted only when the running step ends (the replay's continuous batching).
+    Per output token, ``(W + τ/2)/n = τ·(K·C / (2c(1 − ρ_s)) + 1/(2n))``: this returns the bracket. For a percentile
+    ``p`` the M/M/c wait tail ``P(W > t) = C·e^{−c(1−ρ_s)t/D}`` with its time scale halved likewise (the heavy-traffic
+    M/D/c wait is exponential with half the M/M/c mean), ``P(W > t) ≈ C·e^{−2c(1−ρ_s)t/D}``, gives the ``p``-th
+    percentile wait ``max(0, ln(C/(1 − p/100)))·D / (2c(1 − ρ_s))`` (0 when ``C ≤ 1 − p/100``: that many requests never
+    wait), plus the whole step an unlucky arrival waits for; a request's TPOT is its own mean over its tokens, so
+    its percentile is the step plus that per token.
+
+    Against a slot-level replay (Poisson arrivals, ``n`` = 31 whole steps of fixed length, admission at step ends,
+    60,000 requests; tests/test_slot_queue.py holds a smaller one) at ``c`` = 4 to 64: the mean within −0.3 %…+2.1 %
+    for ``ρ_s`` = 0.5 to 0.9 and high (safe) by up to 25 % at ``ρ_s`` = 0.3, ``c`` ≤ 8 (an arrival to an idle replica
+    starts at once); the p90 and p99 within ±5 % at ``ρ_s`` = 0.9, and −21 %…+36 % lower down, where the percentile
+    sits near ``P(wait) = 1 − p/100``. The planner's replay steps a part-full batch faster than the full one priced
+    here, which leaves it on the safe side."""
+    c = np.asarray(batch, dtype=float)
+    rho = np.asarray(occupancy, dtype=float)
+    n = np.asarray(held_steps, dtype=float)
+    waits = erlang_c(c, c * rho)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        scale = 1.0 / (2.0 * c * (1.0 - rho))
+        if percentile is None:
+            k = 1.0 + np.where(rho > 0, (1.0 - rho) * (c - 1.0) * (np.sqrt(4.0 + 5.0 * c) - 2.0) / (16.0 * rho * c), 0.0)
+            return k * waits * scale + 0.5 / n
+        return np.maximum(np.log(np.maximum(waits, 1e-300) / (1.0 - percentile / 100.0)), 0.0) * scale + 1.0 / n
+
+
+def slot_wait_s(step_s, batch, utilization, hold, percentile=None):
+    """The slot wait per output token (s) of a decode replica stepping ``τ = step_s`` at batch ``b``, planned at
+    utilisation ``ρ``, its requests' ``hold = (κ, f, n)`` (``slot_holding``): ``κ · τ · slot_wait_factor(b, f·ρ, n, p)``
+    (0 without a second token to wait for)."""
+    kappa, f, n = hold
+    if n <= 0 or kappa <= 0:
+        return np.zeros(np.broadcast(np.asarray(step_s), np.asarray(utilization)).shape)
+    return kappa * np.asarray(step_s, dtype=float) * slot_wait_factor(batch, f * np.asarray(utilization, dtype=float), n, percentile)
+
+
+def max_slot_utilization(step_s, slo_s, batch, hold, percentile=None):
+    """Largest ρ ≤ ``DECODE_UTILIZATION`` with ``τ + slot_wait_s(τ, b, ρ) ≤ T`` (the TPOT SLO ``T``, s), over arrays of
+    candidates: ``DECODE_UTILIZATION`` where it holds there, else bisection (the wait grows with ρ; 25 halvings, the
+    lower end kept, so the SLO holds at the cap), 0 where no utilisation meets it."""
+    step, slo, b = np.broadcast_arrays(*(np.asarray(x, dtype=float) for x in (step_s, slo_s, batch)))
+    slack = slo - step
+    full = np.full(step.shape, DECODE_UTILIZATION)
+    out = np.where(slot_wait_s(step, b, full, hold, percentile) <= slack, full, 0.0)
+    todo = (out == 0.0) & (slack > 0)
+    if todo.any():
+        tau, room, c = step[todo], slack[todo], b[todo]
+        lo, hi = np.zeros(tau.shape), np.full(tau.shape, DECODE_UTILIZATION)
+        for _ in range(25):
+            mid = (lo + hi) / 2.0
+            ok = slot_wait_s(tau, c, mid, hold, percentile) <= room
+            lo, hi = np.where(ok, mid, lo), np.where(ok, hi, mid)
+        out[todo] = lo
+    return out

@@ -563,7 +563,16 @@ class Pool(Out):
     capacity_rps: float
     served_rps: float
     ttft_ms: float | None
+    #: the step (decode) or round per token (speculative): TPOT before any wait for a slot
     tpot_ms: float | None
+    #: a decode-side pool's wait for a free slot per output token at its planned utilisation (ms, at its SLO's
+    #: statistic; planner/queueing.slot_wait_factor): a request sees TPOT ``tpot_ms + slot_wait_ms``; a shared pool's
+    #: largest over its classes (each class's in ``slot_waits_ms``). 0 where there is no slot queue in TPOT (prefill
+    #: pools; aggregated ones, whose requests take a slot before their first token)
+    slot_wait_ms: float = 0.0
+    #: a shared decode-side pool's slot wait per output token of each class it may serve (ms; shorter answers wait
+    #: longer per token behind the longest); None for a pool of one class
+    slot_waits_ms: dict[str, float] | None = None
     partner_device: str | None = None
     partner_tp: int | None = None
     partner_role: str | None = None
@@ -592,6 +601,10 @@ class Pool(Out):
     def route(self) -> str:
         """The way its class's traffic reaches it: its strategy, at its dtype when pools choose (``route_of``)."""
         return route_of(self.strategy, self.dtype)
+
+    def slot_wait_of(self, class_name: str) -> float:
+        """The slot wait per output token (ms) a request of ``class_name`` sees in this pool."""
+        return self.slot_wait_ms if self.slot_waits_ms is None else self.slot_waits_ms.get(class_name, self.slot_wait_ms)
 
     def served_by_class(self) -> dict[str, float]:
         """Requests/s of each class the pool carries (the whole pool): its class's, or each class it shares."""

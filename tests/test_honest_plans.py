@@ -76,8 +76,9 @@ def test_predicted_figures_carry_their_calibration_band(catalog):
     low, high = band.low ** widen, band.high ** widen
     assert low < 1 < high
     assert prefill.ttft_ms_range == pytest.approx((low * prefill.ttft_ms, high * prefill.ttft_ms))
-    (fast,) = plan.classes  # one class: its range is its pools' served-weighted ranges
-    weights = [(p.served_rps, p.tpot_ms_range) for p in plan.pools if p.tpot_ms_range]
+    (fast,) = plan.classes  # one class: its range is its pools' served-weighted ranges, each plus its slot wait
+    weights = [(p.served_rps, (p.tpot_ms_range[0] + p.slot_wait_ms, p.tpot_ms_range[1] + p.slot_wait_ms))
+               for p in plan.pools if p.tpot_ms_range]
     assert fast.tpot_ms_range == pytest.approx(tuple(sum(w * r[i] for w, r in weights) / sum(w for w, _ in weights)
                                                     for i in (0, 1)))
     assert fast.tpot_ms_range[0] <= fast.tpot_ms <= fast.tpot_ms_range[1]

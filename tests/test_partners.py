@@ -169,8 +169,14 @@ def test_the_tp_limit_bounds_the_expert_pools_too(catalog):
 
 
 def test_an_expert_pool_too_slow_to_share_four_ways_does_not_stop_the_larger_ones(catalog):
-    """At 20 ms TPOT one H200 of attention shares two H200s of experts at most 2 ways; four H200s of experts
-    (each MoE layer twice as fast) are still priced, up to 4 ways."""
+    """At 20 ms TPOT one H200 of attention shares experts only at small batches (2 H200s of experts 2 ways: batch 3;
+    4 H200s 4 ways: batch 4), where the slot queue caps utilisation low (0.57 and 0.51, against 0.73 at batch 6 and
+    0.78 at batch 16 unshared), so every shared group carries less per device than an unshared one and is pruned;
+    four H200s of experts (each MoE layer twice as fast) are still priced beside two. At 60 ms the shared groups
+    run larger batches and stay."""
     shapes = {(c.partner_tp, c.partner_share) for c in _af_candidates(catalog, 20)
               if (c.device, c.tp, c.partner_device) == ("h200", 1, "h200")}
-    assert shapes == {(2, 1), (2, 2), (4, 1), (4, 2), (4, 4)}
+    assert shapes == {(2, 1), (4, 1)}
+    loose = {(c.partner_tp, c.partner_share) for c in _af_candidates(catalog, 60)
+             if (c.device, c.tp, c.partner_device) == ("h200", 1, "h200")}
+    assert {(4, 2), (4, 4)} <= loose

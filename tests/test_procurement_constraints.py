@@ -18,7 +18,8 @@ def chat(**constraints) -> Workload:
                      "slo": {"ttft_ms": 1000, "tpot_ms": 50}},
                     {"name": "docs", "rate_rps": 5, "input_tokens": 6000, "output_tokens": 100,
                      "slo": {"ttft_ms": 3000, "tpot_ms": 80}}],
-        "strategies": ["aggregated", "pd_disagg"],
+        # pd_disagg alone: its prefill and decode pools take different devices (aggregated H200s alone would win)
+        "strategies": ["pd_disagg"],
         "constraints": {"power_budget_kw": 300, "pue": 1.2, "devices": ["h100-sxm", "h200", "mi300x", "trn2"],
                         **constraints},
     })

@@ -68,8 +68,9 @@ def test_two_small_classes_share_one_aggregated_replica(catalog, solver):
 def test_the_mix_is_priced_at_its_heaviest_prefill_and_longest_prompt_context(costs):
     """a: 1,000-token prompts, 250-token answers (4 prefill tokens per sequence and step, context 1,125, prompt
     context 500); b: 2,000 tokens half cached, 1,000 out (1 per step, context 2,500, prompt context 1,000 + 500).
-    At b = 64 the mix carries at most Q = 256 prefill tokens a step, priced at context 1,500; a prompt's service is
-    one step (1,000 new tokens within the 2,048 budget) at the longest mean context, 2,500, the slower of the two."""
+    At b = 64 the mix carries at most Q = 256 prefill tokens a step, priced at context 1,500, as a share 256/1,000 of
+    the steps carrying a whole 1,000-token prompt and the rest none; a prompt's service is one step (1,000 new tokens
+    within the 2,048 budget) at the longest mean context, 2,500, the slower of the two."""
     model, h100 = costs.profile("llama-3.1-8b", "bf16", None), costs.silicon("h100-sxm", "bf16")
     a, b = rc("a", 1000, 250), rc("b", 2000, 1000, hit=0.5)
     tau, service, q = shared_steps(costs, model, h100, 1, [64], [a, b], 2048)
@@ -79,7 +80,8 @@ def test_the_mix_is_priced_at_its_heaviest_prefill_and_longest_prompt_context(co
                                   prefill_context_tokens=prompt_context).total_s.reshape(-1)[0])
 
     assert q == pytest.approx([256.0])
-    assert tau[:, 0] == pytest.approx([step(1125.0, 256.0, 1500.0), step(2500.0, 256.0, 1500.0)])
+    assert tau[:, 0] == pytest.approx([0.256 * step(ctx, 1000.0, 1500.0) + 0.744 * step(ctx, 0.0, 1500.0)
+                                       for ctx in (1125.0, 2500.0)])
     assert service == pytest.approx([max(step(2500.0, 1000.0, 500.0), step(2500.0, 1000.0, 1500.0))])
     for k, own in enumerate((a, b)):  # never below a class's own figures
         own_step, _, own_service, _ = steps(costs, model, h100, 1, [64], own, 2048)

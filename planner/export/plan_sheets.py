@@ -123,6 +123,7 @@ POOL_COLUMNS = [
     Column("capacity_rps", "Capacity (req/s)", 10, "dec2"),
     Column("ttft_ms", "TTFT (ms)", 9, "dec1"),
     Column("tpot_ms", "TPOT (ms)", 9, "dec2"),
+    Column("slot_wait_ms", "Slot wait (ms per token)", 9, "dec2"),
     Column("power_kw", "Facility power (kW, plan PUE)", 11, "dec1"),
     Column("cost_usd_per_hour", "At hourly prices ($/h)", 12, "usd2"),
     Column("capex_usd", "Capex ($)", 14, "usd"),

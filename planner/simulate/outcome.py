@@ -151,7 +151,8 @@ class PoolSimulation(Out):
     mean_sojourn_ms: float | None
     littles_ratio: float | None
     link_utilization: float | None
-    #: the pool's TTFT / TPOT as the plan predicts it and as simulated, at its class's SLO statistic
+    #: the pool's TTFT / TPOT as the plan predicts it (TPOT: its step and slot wait) and as simulated, at its class's
+    #: SLO statistic
     predicted_ttft_ms: float | None
     simulated_ttft_ms: float | None
     predicted_tpot_ms: float | None

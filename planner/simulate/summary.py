@@ -163,7 +163,7 @@ def pool_summary(run, horizon: float, percentile: float | None) -> PoolSimulatio
         arrival_rps=rate * pool.replicas, mean_sojourn_ms=None if sojourn is None else float(s_to_ms(sojourn)),
         littles_ratio=in_system / (rate * sojourn) if sojourn and rate else None, link_utilization=link,
         predicted_ttft_ms=pool.ttft_ms, simulated_ttft_ms=pool_latency(run, "ttft_s", percentile),
-        predicted_tpot_ms=pool.tpot_ms, simulated_tpot_ms=pool_latency(run, "tpot_s", percentile),
+        predicted_tpot_ms=None if pool.tpot_ms is None else pool.tpot_ms + pool.slot_wait_ms, simulated_tpot_ms=pool_latency(run, "tpot_s", percentile),
     )
 
 

@@ -13,7 +13,6 @@ from itertools import product
 import numpy as np
 
 from planner.perf.model import ACTIVATION_BYTES, attention_side, expert_side, paged_kv_tokens
-from planner.queueing import DECODE_UTILIZATION
 from planner.schema import Pool, RequestClass
 from planner.strategies.base import (
     Candidate,
@@ -35,6 +34,10 @@ from planner.strategies.base import (
     recheck_mix,
     recheck_prefill,
     recheck_shared_prefill,
+    recheck_slots,
+    shared_picks,
+    shared_step_bounds,
+    slot_queue,
     tpot_tiers,
     unoffered,
     within,
@@ -104,12 +107,13 @@ def network_rps(ctx: Pricing, rc: RequestClass, a, na: int) -> float:
     return na * a.nic_bytes_s / kv_in if kv_in else float("inf")
 
 
-def _candidate(class_name: str, a, na: int, f, nf: int, r: int, batch: int, **fields) -> Candidate:
-    """One group: ``r`` attention replicas and the expert replica they share."""
+def _candidate(class_name: str, a, na: int, f, nf: int, r: int, batch: int, queue: tuple, **fields) -> Candidate:
+    """One group: ``r`` attention replicas and the expert replica they share, its slots queued as ``queue``
+    (``slot_queue``)."""
     parts = [(a, r * na), (f, nf)] if a.id != f.id else [(a, r * na + nf)]
     return Candidate(class_name=class_name, strategy=NAME, role="decode", device=a.id, tp=na, batch=batch,
-                     **money(parts), utilization_cap=DECODE_UTILIZATION, ttft_ms=None, partner_device=f.id,
-                     partner_tp=nf, partner_role="ffn", partner_share=r, **fields)
+                     **money(parts), ttft_ms=None, partner_device=f.id, partner_tp=nf, partner_role="ffn",
+                     partner_share=r, extra={"slot_queue": queue}, **fields)
 
 
 def price(unit: str, ctx: Pricing, rc: RequestClass) -> list[Candidate]:
@@ -122,8 +126,8 @@ def price(unit: str, ctx: Pricing, rc: RequestClass) -> list[Candidate]:
         choice = decode_choice(rc, step, attention_fits(ctx, rc, a, na), b, network_rps(ctx, rc, a, na))
         if choice is None:
             continue
-        i, capacity, limited = choice
-        out.append(_candidate(rc.name, a, na, f, nf, r, int(b[i]), capacity_rps=r * capacity,
+        i, capacity, rho, limited = choice
+        out.append(_candidate(rc.name, a, na, f, nf, r, int(b[i]), slot_queue([rc]), capacity_rps=r * capacity, utilization_cap=rho,
                               tpot_ms=s_to_ms(float(step[i])), limited_by=limited))
     return out
 
@@ -133,8 +137,9 @@ def price_shared(ctx: Pricing) -> list[Candidate]:
     pd_disagg's decode replicas are (see ``pd_disagg.price_shared``). The attention side reads each sequence's own
     KV; the experts' work, the weights and the activations depend on the batch alone. So a mixed step is at most
     the slot-weighted mean of each class's own step at that batch, and the share, tier and network rows of
-    milp/build.py hold. Per group shape and tier, one candidate per batch at which some member alone steps within T
-    (the largest such), every member's KV fitting. Shared prefill replicas too (``price_shared_prefill``)."""
+    milp/build.py hold. Per group shape and tier, the batches and slot caps of ``pd_disagg.price_shared``
+    (``shared_picks``, ``shared_step_bounds``), every member's KV fitting. Shared prefill replicas too
+    (``price_shared_prefill``)."""
     b = np.asarray(ctx.options.batches, dtype=float)
     out = []
     for members in tpot_tiers(ctx, NAME, "attention"):
@@ -144,11 +149,12 @@ def price_shared(ctx: Pricing) -> list[Candidate]:
                 continue
             step = np.array([group_step(ctx, rc, a, na, f, nf, r) for rc in members])
             fits = np.all([attention_fits(ctx, rc, a, na) for rc in members], axis=0)
-            for i in sorted({int(np.flatnonzero(ok)[-1]) for ok in (fits & (step <= ms_to_s(tier.slo.tpot_ms))) if ok.any()}):
+            picks = shared_picks(step, fits & (step <= ms_to_s(tier.slo.tpot_ms)), b, members)
+            for i, (cap, most) in ((i, c) for i, slow in picks.items() for c in shared_step_bounds(slow, int(b[i]), members)):
                 mix = tuple(ClassLoad(rc.name, float(r * b[i] / (step[k, i] * rc.output_tokens)), float(step[k, i]),
                                       r * network_rps(ctx, rc, a, na)) for k, rc in enumerate(members))
-                out.append(_candidate(tier.name, a, na, f, nf, r, int(b[i]), capacity_rps=mix[0].capacity_rps,
-                                      tpot_ms=tier.slo.tpot_ms, limited_by="slo.tpot_ms", mix=mix))
+                out.append(_candidate(tier.name, a, na, f, nf, r, int(b[i]), slot_queue(members), capacity_rps=mix[0].capacity_rps,
+                                      utilization_cap=cap, tpot_ms=s_to_ms(most), limited_by="slo.tpot_ms", mix=mix))
     return out + price_shared_prefill(ctx, NAME)
 
 
@@ -179,7 +185,8 @@ def recheck(pool: Pool, rc: RequestClass, check: Checking) -> Recheck:
         return recheck_mix(pool, check, lambda c: step_of(pool, c, check), lambda c: check.model.kv_bytes(c.input_tokens),
                            f"af_disagg (experts on {pool.partner_device})")
     step, fits = step_of(pool, rc, check)
-    return Recheck(within(step, rc.slo.tpot_ms) and close(s_to_ms(step), pool.tpot_ms), fits,
+    slots_ok, slots = recheck_slots(pool, step, [rc])
+    return Recheck(within(step, rc.slo.tpot_ms) and close(s_to_ms(step), pool.tpot_ms) and slots_ok, fits,
                    pool.batch / (step * rc.output_tokens),
                    f"af_disagg on {pool.device} + experts on {pool.partner_device} (1 per {partner_share(pool)}): "
-                   f"recomputed TPOT {s_to_ms(step):.2f} ms vs plan {pool.tpot_ms} ms")
+                   f"recomputed TPOT {s_to_ms(step):.2f} ms vs plan {pool.tpot_ms} ms" + slots)

@@ -16,7 +16,7 @@ import numpy as np
 
 from planner.nodes import PerDevice
 from planner.perf.model import CostModel, ModelProfile, Silicon, paged_kv_tokens, transfer_s
-from planner.queueing import max_utilization_at, wait_s
+from planner.queueing import DECODE_UTILIZATION, max_slot_utilization, max_utilization_at, slot_holding, slot_wait_s, wait_s
 from planner.schema import Pool, RequestClass, Workload, route_of
 from planner.units import ms_to_s, s_to_ms
 
@@ -107,8 +107,9 @@ class Candidate:
         if self.mix:  # the classes it may serve too: tiers of one tightest class may differ in their members
             k = f"k{self.extra['draft_tokens']}" if "draft_tokens" in self.extra else ""
             members = "+".join(sorted(load.class_name for load in self.mix))
+            bound = f"<{self.tpot_ms:.4f}" if self.role != "prefill" and self.tpot_ms is not None else ""  # its corner
             return (f"shared:{self.class_name}/{self.route}/{self.role}/{self.device}x{self.tp}{pp}{ep}{partner}{share}"
-                    f"#{self.batch}{k}@{members}")
+                    f"#{self.batch}{k}{bound}@{members}")
         return f"{self.class_name}/{self.route}/{self.role}/{self.device}x{self.tp}{pp}{ep}{partner}{share}"
 
     @property
@@ -238,11 +239,12 @@ def mean_context(rc: RequestClass) -> float:
 
 
 def decode_choice(rc: RequestClass, tpot, fits, batch, network_rps):
-    """Best batch for a decode unit: TPOT within SLO, fits; capacity = b / (TPOT · osl).
+    """Best batch for a decode unit: the most usable capacity ``ρ_max · b / (TPOT · osl)``, fitting, where ``ρ_max``
+    (``slot_cap``) lets step + slot wait meet the TPOT SLO.
 
     ``tpot`` is over the batches, or (variants × batches) to choose a variant too (the first of equals);
-    returns ``(i, capacity, limited_by)``, or ``(variant, i, capacity, limited_by)`` for a 2-D ``tpot``; None
-    when no batch meets the SLO.
+    returns ``(i, capacity, ρ_max, limited_by)``, or ``(variant, i, capacity, ρ_max, limited_by)`` for a 2-D ``tpot``;
+    None when no batch meets the SLO.
     """
     tpot = np.asarray(tpot, dtype=float)
     (choice,) = decode_choices(rc, np.atleast_2d(tpot)[None], np.asarray(fits)[None], batch, network_rps)
@@ -251,13 +253,17 @@ def decode_choice(rc: RequestClass, tpot, fits, batch, network_rps):
 
 def decode_choices(rc: RequestClass, tpot, fits, batch, network_rps) -> list:
     """``decode_choice`` for a stack of layouts at once: ``tpot`` (layouts × variants × batches), ``fits``
-    (layouts × batches); per layout ``(variant, i, capacity, limited_by)`` or None."""
+    (layouts × batches); per layout ``(variant, i, capacity, ρ_max, limited_by)`` or None."""
     tpot = np.asarray(tpot, dtype=float)
     layouts, _, batches = tpot.shape
     fits = np.asarray(fits, dtype=bool)
-    capacity = np.minimum(np.asarray(batch, dtype=float) / (tpot * rc.output_tokens), network_rps)
-    ok = (fits[:, None, :] & (tpot <= ms_to_s(rc.slo.tpot_ms))).reshape(layouts, -1)
-    flat = np.argmax(np.where(ok, capacity.reshape(layouts, -1), -np.inf), axis=1)  # the first of equals
+    b = np.asarray(batch, dtype=float)
+    capacity = np.minimum(b / (tpot * rc.output_tokens), network_rps)
+    ok = fits[:, None, :] & (tpot <= ms_to_s(rc.slo.tpot_ms))
+    rho = np.zeros(tpot.shape)
+    rho[ok] = slot_cap(tpot[ok], np.broadcast_to(b, tpot.shape)[ok], [rc])
+    ok = (ok & (rho > 0)).reshape(layouts, -1)
+    flat = np.argmax(np.where(ok, (rho * capacity).reshape(layouts, -1), -np.inf), axis=1)  # the first of equals
     out = []
     for layout, (any_ok, j) in enumerate(zip(ok.any(axis=1), flat)):
         if not any_ok:
@@ -266,7 +272,70 @@ def decode_choices(rc: RequestClass, tpot, fits, batch, network_rps) -> list:
         row, i = divmod(int(j), batches)
         larger_fits = i + 1 < batches and fits[layout, i + 1]
         cap = float(capacity[layout, row, i])
-        out.append((row, i, cap, "network" if cap >= network_rps else ("slo.tpot_ms" if larger_fits else "memory")))
+        out.append((row, i, cap, float(rho[layout, row, i]),
+                    "network" if cap >= network_rps else ("slo.tpot_ms" if larger_fits else "memory")))
+    return out
+
+
+# ----------------------------------------------------------------------------------- decode slots
+def slot_queue(classes: list[RequestClass]) -> tuple:
+    """The slot queue of a decode replica that may serve ``classes``: per class its name, its ``(κ, f, n)`` among them
+    (``queueing.slot_holding``: the longest holding per token of its own answer), its TPOT statistic
+    (``slo.percentile``; None: the mean) and its TPOT SLO (s). Candidates carry it (``extra["slot_queue"]``) for the
+    plan to report the waits at its utilisation."""
+    osls = [rc.output_tokens for rc in classes]
+    return tuple((rc.name, slot_holding(osls, rc.output_tokens), rc.slo.percentile, ms_to_s(rc.slo.tpot_ms))
+                 for rc in classes)
+
+
+def slot_waits_at(step_s: float, batch: int, utilization: float, queue: tuple) -> dict[str, float]:
+    """Per class of ``queue`` (``slot_queue``), the slot wait per output token (s) a decode replica of ``batch`` slots
+    stepping ``step_s`` at ``utilization`` adds to its TPOT (``queueing.slot_wait_s`` at its statistic)."""
+    return {name: float(slot_wait_s(step_s, batch, utilization, hold, p)) for name, hold, p, _ in queue}
+
+
+def slot_waits(step_s: float, batch: int, utilization: float, classes: list[RequestClass]) -> dict[str, float]:
+    """``slot_waits_at`` of the slot queue of ``classes``."""
+    return slot_waits_at(step_s, batch, utilization, slot_queue(classes))
+
+
+def slot_cap(step_s, batch, classes: list[RequestClass]):
+    """Largest utilisation ≤ ``DECODE_UTILIZATION`` at which step + slot wait stays within each of ``classes``' own TPOT
+    SLO at its statistic (``queueing.max_slot_utilization``, the least over them); 0 where none does."""
+    return np.min([max_slot_utilization(step_s, slo, batch, hold, p) for _, hold, p, slo in slot_queue(classes)], axis=0)
+
+
+def shared_picks(step, ok, batch, members: list[RequestClass]) -> dict[int, float]:
+    """The batches of a tier's shared decode-side candidates: per member ``k`` (rows of ``step``, members × batches, s)
+    the batch, of those ``ok`` for it, with its most usable capacity ``slot_cap(τ_k) · b / (τ_k · osl_k)``; each batch
+    once, with the slowest own step among the members that picked it (index → seconds)."""
+    b = np.asarray(batch, dtype=float)
+    picks: dict[int, float] = {}
+    for k, rc in enumerate(members):
+        rho = np.zeros(len(b))
+        rho[ok[k]] = slot_cap(step[k][ok[k]], b[ok[k]], members)
+        if not (rho > 0).any():
+            continue
+        i = int(np.argmax(np.where(rho > 0, rho * b / (step[k] * rc.output_tokens), -np.inf)))
+        picks[i] = max(picks.get(i, 0.0), float(step[k, i]))
+    return dict(sorted(picks.items()))
+
+
+def shared_step_bounds(step_s: float, batch: int, members: list[RequestClass]) -> list[tuple[float, float]]:
+    """A shared decode-side candidate's corners ``(utilisation cap, step its mix must stay within, s)``: for a mix
+    stepping ``τ`` (the slowest member's own step ``step_s`` within the tier's TPOT T, and half way from there to T) the
+    cap lets it meet every member's SLO ``T_k`` with its slot wait (``slot_cap``); a member's wait is the step times a
+    factor ``G_k(ρ)`` (``slot_waits`` at a step of 1 s), so any mix stepping at most ``min_k T_k / (1 + G_k(cap))`` (at
+    least ``τ``) meets them all at a utilisation up to the cap. The first corner runs the pool busier, the second lets
+    slower members into its mix; the MILP takes either. None where no utilisation meets the SLOs."""
+    tier = ms_to_s(min(rc.slo.tpot_ms for rc in members))
+    out: list[tuple[float, float]] = []
+    for tau in (step_s, (step_s + tier) / 2.0):
+        cap = float(slot_cap(tau, batch, members)[()])
+        if cap <= 0 or any(abs(cap - c) < 1e-9 for c, _ in out):
+            continue
+        per_step = slot_waits(1.0, batch, cap, members)
+        out.append((cap, min(ms_to_s(rc.slo.tpot_ms) / (1.0 + per_step[rc.name]) for rc in members)))
     return out
 
 
@@ -495,12 +564,28 @@ def recheck_shared_prefill(pool: Pool, check: Checking, strategy: str) -> Rechec
                    f"shared prefill on {pool.device}: recomputed TTFT {s_to_ms(ttft):.1f} ms vs plan {pool.ttft_ms} ms")
 
 
+def recheck_slots(pool: Pool, step_s: float, classes: list[RequestClass]) -> tuple[bool, str]:
+    """A decode-side pool's slot queue re-checked at its step ``step_s`` (recomputed) for the ``classes`` it may serve:
+    each class's wait per token at the planned utilisation (``slot_waits``) is the plan's (``Pool.slot_wait_of``; the
+    largest its ``slot_wait_ms``), step + wait is within each class's TPOT SLO, and so it would be at the pool's
+    utilisation cap (at most ``DECODE_UTILIZATION``)."""
+    waits = slot_waits(step_s, pool.batch, pool.utilization, classes)
+    at_cap = slot_waits(step_s, pool.batch, pool.utilization_cap, classes)
+    ok = (close(s_to_ms(max(waits.values())), pool.slot_wait_ms)
+          and all(close(s_to_ms(waits[rc.name]), pool.slot_wait_of(rc.name)) and within(step_s + waits[rc.name], rc.slo.tpot_ms)
+                  and within(step_s + at_cap[rc.name], rc.slo.tpot_ms) for rc in classes)
+          and pool.utilization_cap <= DECODE_UTILIZATION * (1 + REL_TOL))
+    worst = max(waits, key=waits.get)
+    return ok, (f"; slot wait {s_to_ms(waits[worst]):.3f} ms/token ({worst}) at utilisation {pool.utilization:.3f} vs plan "
+                f"{pool.slot_wait_of(worst):.3f} ms, {s_to_ms(at_cap[worst]):.3f} at its cap {pool.utilization_cap:.3f}")
+
+
 def recheck_mix(pool: Pool, check: Checking, own_step, kv_in_bytes, label: str) -> Recheck:
     """A shared decode-side pool (``pool.serves``): each class's own step τ_k alone at the pool's batch and whether
     its batch fits (``own_step(rc) -> (seconds, fits)``), the mix's step ``Σ y_k / Σ (y_k / τ_k)`` with
     ``y_k = served_k · τ_k · osl_k / b`` per replica (equal to the plan's TPOT), every class fitting, the prompt KV
-    (``kv_in_bytes(rc)`` per request) within the replicas' NICs, and requests/s per replica at that mix
-    ``Σ served_k / Σ y_k``. An idle pool re-checks at its tier class's step."""
+    (``kv_in_bytes(rc)`` per request) within the replicas' NICs, its slot queue at that step (``recheck_slots``), and
+    requests/s per replica at that mix ``Σ served_k / Σ y_k``. An idle pool re-checks at its tier class's step."""
     classes = {rc.name: rc for rc in check.workload.classes}
     s = check.costs.silicon(pool.device, check.workload.dtype)
     step, used, fits, kv = {}, {}, True, 0.0
@@ -513,9 +598,10 @@ def recheck_mix(pool: Pool, check: Checking, own_step, kv_in_bytes, label: str) 
     tpot = total / sum(used[k] / step[k] for k in used) if total > 0 else step[pool.class_name]
     network_ok = kv <= pool.replicas * pool.tp * pool.pp * s.nic_bytes_s * (1 + 1e-9)
     rate = sum(pool.serves.values()) / total if total > 0 else 0.0
-    return Recheck(close(s_to_ms(tpot), pool.tpot_ms) and network_ok and close(total / pool.replicas, pool.utilization),
-                   fits, rate, f"shared {label} on {pool.device}: recomputed TPOT {s_to_ms(tpot):.2f} ms vs plan "
-                   f"{pool.tpot_ms} ms, utilisation {total / pool.replicas:.3f} vs {pool.utilization:.3f}"
+    slots_ok, slots = recheck_slots(pool, tpot, [classes[name] for name in pool.serves])
+    return Recheck(close(s_to_ms(tpot), pool.tpot_ms) and network_ok and close(total / pool.replicas, pool.utilization)
+                   and slots_ok, fits, rate, f"shared {label} on {pool.device}: recomputed TPOT {s_to_ms(tpot):.2f} ms vs plan "
+                   f"{pool.tpot_ms} ms, utilisation {total / pool.replicas:.3f} vs {pool.utilization:.3f}" + slots
                    + ("" if network_ok else ", KV hand-offs beyond its NICs"))
 
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 import numpy as np
 
 from planner.perf.model import paged_kv_tokens
-from planner.queueing import DECODE_UTILIZATION
 from planner.schema import Pool, RequestClass
 from planner.strategies.base import (
     Candidate,
@@ -30,8 +29,12 @@ from planner.strategies.base import (
     recheck_mix,
     recheck_prefill,
     recheck_shared_prefill,
+    recheck_slots,
     refused_shape,
     replica_shapes,
+    shared_picks,
+    shared_step_bounds,
+    slot_queue,
     tpot_tiers,
     whole_groups,
     within,
@@ -70,24 +73,27 @@ def price(unit: str, ctx: Pricing, rc: RequestClass) -> list[Candidate]:
             fits = np.stack([(b * live * kv_per_device(model, costs, s, n, ep, pp) <= s.kv_room_bytes(w)) & (w <= s.usable_weights_bytes)
                              & whole_groups(b, ep) for ep, w in zip(groups, weights)])
             choices = decode_choices(rc, tpot[:, None, :], fits, b, n * s.nic_bytes_s / kv_in if kv_in else np.inf)
-            ranked = [(c[2], -k, k) for k, c in enumerate(choices) if c is not None]  # most capacity, then fewest groups
+            ranked = [(c[2] * c[3], -k, k) for k, c in enumerate(choices) if c is not None]  # most usable, then fewest groups
             if not ranked:
                 continue
             k = max(ranked)[2]
-            _, i, capacity, limited = choices[k]
+            _, i, capacity, rho, limited = choices[k]
             out.append(Candidate(
                 class_name=rc.name, strategy=NAME, role="decode", device=s.id, tp=tp, batch=int(b[i]),
-                **money([(s, n)]), capacity_rps=capacity, utilization_cap=DECODE_UTILIZATION,
+                **money([(s, n)]), capacity_rps=capacity, utilization_cap=rho,
                 ttft_ms=None, tpot_ms=s_to_ms(float(tpot[k, i])), limited_by=limited, ep=groups[k], pp=pp,
+                extra={"slot_queue": slot_queue([rc])},
             ))
     return out
 
 
 def price_shared(ctx: Pricing) -> list[Candidate]:
     """Decode replicas shared by classes. A tier is a TPOT SLO T: its replicas may serve every class whose SLO is
-    at least T, so a mix whose step stays within T meets all of theirs. For each device, tp and tier, one candidate
-    per batch at which some class of the tier alone would step within T (the largest such), every class's paged KV
-    at that batch fitting. Mixing sequences of classes k at one batch b, the step is (at most) the slot-weighted
+    at least T, so a mix whose step and slot wait stay within T meets all of theirs. For each device, tp and tier, the
+    batches at which some class of the tier alone steps within T with the most usable capacity (``shared_picks``),
+    every class's paged KV at that batch fitting, each with the utilisation caps and mix-step bounds that keep step +
+    slot wait within every member's SLO (``shared_step_bounds``: the candidate's ``tpot_ms`` is that bound, the
+    tier row's T). Mixing sequences of classes k at one batch b, the step is (at most) the slot-weighted
     mean of each class's own step τ_k(b) (a step is weights and compute at b plus each sequence's KV read), which
     makes ``x_k = λ_k τ_k osl_k / b`` replica-equivalents per class exact: milp/build.py's share, tier and network
     rows. Devices whose KV spills from SRAM are left out: they read it at a bandwidth set by the KV resident, whose
@@ -107,14 +113,15 @@ def price_shared(ctx: Pricing) -> list[Candidate]:
                 share = costs.kv_share(model, s, n, pp).reshape(-1)
                 fits = np.all([b * model.kv_bytes(paged_kv_tokens(rc.input_tokens, rc.output_tokens)) * share <= room
                                for rc in members], axis=0)
-                picks = {int(np.flatnonzero(ok)[-1]) for ok in (fits & (step <= bound_s)) if ok.any()}
-                for i in sorted(picks):
+                picks = shared_picks(step, fits & (step <= bound_s), b, members)
+                for i, (cap, most) in ((i, c) for i, slow in picks.items() for c in shared_step_bounds(slow, int(b[i]), members)):
                     mix = tuple(ClassLoad(rc.name, float(b[i] / (step[k, i] * rc.output_tokens)), float(step[k, i]),
                                           network_rps(ctx, rc, s, n)) for k, rc in enumerate(members))
                     out.append(Candidate(
                         class_name=tier.name, strategy=NAME, role="decode", device=s.id, tp=tp, batch=int(b[i]),
-                        **money([(s, n)]), capacity_rps=mix[0].capacity_rps, utilization_cap=DECODE_UTILIZATION,
-                        ttft_ms=None, tpot_ms=tier.slo.tpot_ms, limited_by="slo.tpot_ms", mix=mix, pp=pp,
+                        **money([(s, n)]), capacity_rps=mix[0].capacity_rps, utilization_cap=cap,
+                        ttft_ms=None, tpot_ms=s_to_ms(most), limited_by="slo.tpot_ms", mix=mix, pp=pp,
+                        extra={"slot_queue": slot_queue(members)},
                     ))
     return out + price_shared_prefill(ctx, NAME)
 
@@ -137,9 +144,10 @@ def recheck(pool: Pool, rc: RequestClass, check: Checking) -> Recheck:
     if refused:
         return refused
     tpot = float(costs.decode(model, s, n, pool.batch, mean_context(rc), ep=pool.ep, pp=pp).total_s.reshape(-1)[0])
-    return Recheck(within(tpot, rc.slo.tpot_ms) and close(s_to_ms(tpot), pool.tpot_ms),
+    slots_ok, slots = recheck_slots(pool, tpot, [rc])
+    return Recheck(within(tpot, rc.slo.tpot_ms) and close(s_to_ms(tpot), pool.tpot_ms) and slots_ok,
                    decode_fits(model, costs, s, n, pool.batch, rc, ep=pool.ep, pp=pp), pool.batch / (tpot * rc.output_tokens),
-                   f"decode on {pool.device}: recomputed TPOT {s_to_ms(tpot):.2f} ms vs plan {pool.tpot_ms} ms")
+                   f"decode on {pool.device}: recomputed TPOT {s_to_ms(tpot):.2f} ms vs plan {pool.tpot_ms} ms" + slots)
 
 
 def recheck_shared(pool: Pool, check: Checking) -> Recheck:

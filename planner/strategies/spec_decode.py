@@ -16,7 +16,6 @@ from dataclasses import dataclass
 import numpy as np
 
 from planner.perf.model import expected_tokens_per_round, paged_kv_tokens, transfer_s
-from planner.queueing import DECODE_UTILIZATION
 from planner.schema import GRAPH_DRAFT_TOKENS, Pool, RequestClass
 from planner.strategies.base import (
     TOKEN_ID_BYTES,
@@ -39,6 +38,10 @@ from planner.strategies.base import (
     recheck_mix,
     recheck_prefill,
     recheck_shared_prefill,
+    recheck_slots,
+    shared_step_bounds,
+    slot_cap,
+    slot_queue,
     tpot_tiers,
     unoffered,
     within,
@@ -164,17 +167,18 @@ def price(unit: str, ctx: Pricing, rc: RequestClass) -> list[Candidate]:
             for layout, choice, rows, trips in zip(g.layouts, choices, g.tpot, g.rtt):
                 if choice is None:
                     continue
-                row, i, capacity, limited = choice
+                row, i, capacity, rho, limited = choice
                 out.append(_candidate(rc.name, v, n, int(b[i]), layout, int(g.ks[row]), g.per_round[row],
                                       costs.spec_round_s(layout[3][i], int(g.ks[row]), g.verify[row, i], trips[row, i]),
-                                      bills, capacity_rps=layout[2] * capacity, tpot_ms=s_to_ms(float(rows[row, i])),
-                                      limited_by=limited))
+                                      bills, slot_queue([rc]), capacity_rps=layout[2] * capacity, utilization_cap=rho,
+                                      tpot_ms=s_to_ms(float(rows[row, i])), limited_by=limited))
     return out
 
 
 def _candidate(class_name: str, v, n: int, batch: int, layout, k: int, per_round: float, round_s, bills: dict,
-               **fields) -> Candidate:
-    """A verify+draft candidate: one group of ``r`` targets and their draft server (or one target drafting itself)."""
+               queue: tuple, **fields) -> Candidate:
+    """A verify+draft candidate: one group of ``r`` targets and their draft server (or one target drafting itself),
+    its slots queued as ``queue`` (``slot_queue``)."""
     d, nd, r, *_ = layout
     parts = ((v, n),) if d is None else ((v, r * n), (d, nd))
     key = tuple((s.id, m) for s, m in parts)
@@ -182,9 +186,10 @@ def _candidate(class_name: str, v, n: int, batch: int, layout, k: int, per_round
         bills[key] = money(list(parts))
     return Candidate(
         class_name=class_name, strategy=NAME, role="decode", device=v.id, tp=n, batch=batch, **bills[key],
-        utilization_cap=DECODE_UTILIZATION, ttft_ms=None, partner_device=None if d is None else d.id,
+        ttft_ms=None, partner_device=None if d is None else d.id,
         partner_tp=None if d is None else nd, partner_role=None if d is None else "draft", partner_share=r,
-        extra={"draft_tokens": k, "tokens_per_round": per_round, "round_ms": s_to_ms(float(round_s))}, **fields)
+        extra={"draft_tokens": k, "tokens_per_round": per_round, "round_ms": s_to_ms(float(round_s)), "slot_queue": queue},
+        **fields)
 
 
 def price_shared(ctx: Pricing) -> list[Candidate]:
@@ -193,10 +198,10 @@ def price_shared(ctx: Pricing) -> list[Candidate]:
     weights, the ``b·k`` verified tokens' compute and the token-id round trip are the batch's. So a mixed round is at
     most the slot-weighted mean of each class's own round at that batch, and with one acceptance rate TPOT (round /
     E[tokens per round]) is too: the share, tier and network rows of milp/build.py hold as they do for decode.
-    Per target device, tp, tier and member: the draft layout, k and batch with that member's most capacity, its
-    TPOT within T and every member's KV fitting; of the layouts, the one with the most capacity per $/h and the one
-    with the most per watt (a layout and draft length per shared pool, not all of them: the MILP chooses among
-    these). Targets and draft servers whose KV spills from SRAM are left out, as pd_disagg's are. Shared prefill replicas too (``price_shared_prefill``)."""
+    Per target device, tp, tier and member: the draft layout, k and batch with that member's most usable capacity
+    (its slot cap, ``slot_cap``, times its capacity), its TPOT within T and every member's KV fitting; of the layouts,
+    the one with the most per $/h and the one with the most per watt (a layout and draft length per shared pool, not
+    all of them: the MILP chooses among these), each with the caps and mix-step bounds of ``shared_step_bounds``. Targets and draft servers whose KV spills from SRAM are left out, as pd_disagg's are. Shared prefill replicas too (``price_shared_prefill``)."""
     model, options = ctx.model, ctx.options
     tiers = tpot_tiers(ctx, NAME, "verify")
     remote = {rc.name: [server for server in draft_servers(ctx, rc) if not server[0].kv_spill]
@@ -211,16 +216,20 @@ def price_shared(ctx: Pricing) -> list[Candidate]:
                 fits = np.all([np.stack([ok for *_, ok in g.layouts]) for g in grid], axis=0)  # layouts × batch
                 shares = np.array([r for _, _, r, *_ in grid[0].layouts], dtype=float)[:, None, None]
                 for m, rc in enumerate(members):
-                    capacity = shares * b / (grid[m].tpot * rc.output_tokens)
-                    ok = fits[:, None, :] & (grid[m].tpot <= ms_to_s(tier.slo.tpot_ms))
-                    for pick in _picks(np.where(ok, capacity, -np.inf), grid[0].layouts, v, n):
+                    tpot = grid[m].tpot
+                    ok = fits[:, None, :] & (tpot <= ms_to_s(tier.slo.tpot_ms))
+                    rho = np.zeros(tpot.shape)
+                    rho[ok] = slot_cap(tpot[ok], np.broadcast_to(b, tpot.shape)[ok], members)
+                    usable = rho * shares * b / (tpot * rc.output_tokens)
+                    picks = _picks(np.where(rho > 0, usable, -np.inf), grid[0].layouts, v, n)
+                    for pick, (cap, most) in ((p, c) for p in picks for c in shared_step_bounds(float(tpot[p]), int(b[p[2]]), members)):
                         layout_index, row, i = pick
                         layout = grid[0].layouts[layout_index]
                         mix = tuple(ClassLoad(o.name, float(shares[layout_index, 0, 0] * b[i] / (g.tpot[pick] * o.output_tokens)),
                                               float(g.tpot[pick]), shares[layout_index, 0, 0] * network_rps(ctx, o, v, n)) for o, g in zip(members, grid))
                         c = _candidate(tier.name, v, n, int(b[i]), layout, int(grid[m].ks[row]), grid[m].per_round[row],
-                                       round_s_of(ctx, grid[m], layout_index, row, i), bills,
-                                       capacity_rps=mix[0].capacity_rps, tpot_ms=tier.slo.tpot_ms,
+                                       round_s_of(ctx, grid[m], layout_index, row, i), bills, slot_queue(members),
+                                       capacity_rps=mix[0].capacity_rps, utilization_cap=cap, tpot_ms=s_to_ms(most),
                                        limited_by="slo.tpot_ms", mix=mix)
                         out.setdefault(c.key, c)
     return list(out.values()) + price_shared_prefill(ctx, NAME)
@@ -265,10 +274,11 @@ def recheck(pool: Pool, rc: RequestClass, check: Checking) -> Recheck:
     if k is None:
         return Recheck(False, False, 0.0, f"spec_decode on {pool.device}: the pool names no draft length")
     tpot, fits = round_of(pool, rc, check, k)
-    return Recheck(within(tpot, rc.slo.tpot_ms) and close(s_to_ms(tpot), pool.tpot_ms), fits,
+    slots_ok, slots = recheck_slots(pool, tpot, [rc])
+    return Recheck(within(tpot, rc.slo.tpot_ms) and close(s_to_ms(tpot), pool.tpot_ms) and slots_ok, fits,
                    pool.batch / (tpot * rc.output_tokens),
                    f"spec_decode on {pool.device} (draft {pool.partner_device or 'local'}): recomputed TPOT "
-                   f"{s_to_ms(tpot):.2f} ms vs plan {pool.tpot_ms} ms")
+                   f"{s_to_ms(tpot):.2f} ms vs plan {pool.tpot_ms} ms" + slots)
 
 
 def round_of(pool: Pool, rc: RequestClass, check: Checking, k: int) -> tuple[float, bool]:

@@ -133,3 +133,15 @@ def test_a_share_on_a_strategy_the_class_has_no_pools_for_fails_the_split(catalo
     edited = af_plan.model_copy(update={"classes": (chat.model_copy(update={"strategy_shares": {"af_disagg": 0.5,
                                                                                                "pd_disagg": 0.5}}),)})
     assert _failed(edited, catalog) == {"split"}
+
+
+@pytest.mark.parametrize(("moved", "failed"), [(5e-7, set()), (1e-4, {"demand"})])
+def test_a_share_within_an_engines_tolerance_is_none_and_one_beyond_it_is_owed(catalog, spec_plan, moved, failed):
+    """pd_disagg allowed too and ``moved`` of the class's traffic on it, with no pd_disagg pool: 5e-7 of the rate is
+    an engine's feasibility tolerance (none to serve), 1e-4 is demand no pool serves."""
+    (chat,) = spec_plan.classes
+    workload = spec_plan.workload.model_copy(update={"strategies": ("spec_decode", "pd_disagg")})
+    shares = {"spec_decode": 1.0 - moved, "pd_disagg": moved}
+    edited = spec_plan.model_copy(update={"workload": workload,
+                                          "classes": (chat.model_copy(update={"strategy_shares": shares}),)})
+    assert _failed(edited, catalog) == failed

@@ -107,7 +107,7 @@ class Candidate:
         if self.mix:  # the classes it may serve too: tiers of one tightest class may differ in their members
             k = f"k{self.extra['draft_tokens']}" if "draft_tokens" in self.extra else ""
             members = "+".join(sorted(load.class_name for load in self.mix))
-            bound = f"<{self.tpot_ms:.4f}" if self.role != "prefill" and self.tpot_ms is not None else ""  # its corner
+            bound = f"<{self.tpot_ms:.4f}" if self.role != "prefill" and self.tpot_ms is not None else ""  # its mix-step bound
             return (f"shared:{self.class_name}/{self.route}/{self.role}/{self.device}x{self.tp}{pp}{ep}{partner}{share}"
                     f"#{self.batch}{k}{bound}@{members}")
         return f"{self.class_name}/{self.route}/{self.role}/{self.device}x{self.tp}{pp}{ep}{partner}{share}"
@@ -322,21 +322,18 @@ def shared_picks(step, ok, batch, members: list[RequestClass]) -> dict[int, floa
 
 
 def shared_step_bounds(step_s: float, batch: int, members: list[RequestClass]) -> list[tuple[float, float]]:
-    """A shared decode-side candidate's corners ``(utilisation cap, step its mix must stay within, s)``: for a mix
-    stepping ``τ`` (the slowest member's own step ``step_s`` within the tier's TPOT T, and half way from there to T) the
-    cap lets it meet every member's SLO ``T_k`` with its slot wait (``slot_cap``); a member's wait is the step times a
-    factor ``G_k(ρ)`` (``slot_waits`` at a step of 1 s), so any mix stepping at most ``min_k T_k / (1 + G_k(cap))`` (at
-    least ``τ``) meets them all at a utilisation up to the cap. The first corner runs the pool busier, the second lets
-    slower members into its mix; the MILP takes either. None where no utilisation meets the SLOs."""
-    tier = ms_to_s(min(rc.slo.tpot_ms for rc in members))
-    out: list[tuple[float, float]] = []
-    for tau in (step_s, (step_s + tier) / 2.0):
-        cap = float(slot_cap(tau, batch, members)[()])
-        if cap <= 0 or any(abs(cap - c) < 1e-9 for c, _ in out):
-            continue
-        per_step = slot_waits(1.0, batch, cap, members)
-        out.append((cap, min(ms_to_s(rc.slo.tpot_ms) / (1.0 + per_step[rc.name]) for rc in members)))
-    return out
+    """A shared decode-side candidate's corner ``(utilisation cap, step its mix must stay within, s)``, as a list of
+    none or one: for a mix stepping at most the slowest member's own step ``step_s`` the cap lets it meet every member's
+    SLO ``T_k`` with its slot wait (``slot_cap``); a member's wait is the step times a factor ``G_k(ρ)``
+    (``slot_waits`` at a step of 1 s), so any mix stepping at most ``min_k T_k / (1 + G_k(cap))`` (at least
+    ``step_s``) meets them all at a utilisation up to the cap. A second corner (half way from ``step_s`` to the tier,
+    a lower cap) found no better plan on the examples and took SCIP past its time limit on shared-pools.yaml (389
+    candidates instead of 344), so there is one. Empty where no utilisation meets the SLOs."""
+    cap = float(slot_cap(step_s, batch, members)[()])
+    if cap <= 0:
+        return []
+    per_step = slot_waits(1.0, batch, cap, members)
+    return [(cap, min(ms_to_s(rc.slo.tpot_ms) / (1.0 + per_step[rc.name]) for rc in members))]
 
 
 def kv_out_bytes(ctx: Pricing, rc: RequestClass, strategy: str) -> float:

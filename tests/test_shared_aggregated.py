@@ -15,7 +15,7 @@ from planner.perf.model import RooflineModel
 from planner.schema import RequestClass, Workload
 from planner.simulate import SimulationOptions, simulate_plan
 from planner.solvers.base import SolveOptions, Termination, get_backend
-from planner.strategies.aggregated import shared_steps, shared_tiers, steps
+from planner.strategies.aggregated import mean_step_s, shared_steps, shared_tiers, steps
 from planner.strategies.base import ClassLoad
 from planner.verify import verify_plan
 from tests.solvers.conftest import candidate
@@ -300,3 +300,10 @@ def test_two_moe_classes_share_one_expert_parallel_aggregated_replica(catalog, s
     other = 1 if pool.ep > 2 else 8
     tampered = shared.model_copy(update={"pools": (pool.model_copy(update={"ep": other}),)})
     assert not verify_plan(tampered, catalog).checks["latency_recomputed"]
+
+
+def test_the_mean_step_weighs_the_steps_that_carry_a_chunk_and_those_that_carry_none():
+    """A 900-token chunk on one step in five (a mean of 180 prefill tokens a step): 0.2 × 197 ms + 0.8 × 37 ms = 69 ms,
+    not the roofline at 180 tokens; a replica that carries nothing steps plainly."""
+    assert mean_step_s(np.array([0.197]), np.array([0.037]), 180.0, np.array([900.0])) == pytest.approx([0.069])
+    assert mean_step_s(np.array([0.197]), np.array([0.037]), 0.0, np.array([0.0])) == pytest.approx([0.037])

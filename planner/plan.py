@@ -24,7 +24,7 @@ from planner.schema import (
 )
 from planner.solvers.base import SolveResult, Termination, check_outcome
 from planner.perf.model import EXTRAPOLATION_WIDENING
-from planner.queueing import wait_s
+from planner.queueing import admission_wait_s, wait_s
 from planner.units import WATTS_PER_KW, s_to_ms
 
 def plan_status(result: SolveResult) -> PlanStatus:
@@ -159,11 +159,14 @@ def banded(pools: list[Pool], confidence: list[DeviceConfidence], costs) -> list
 
 def _ttft_at(c: Candidate, utilization: float, percentile: float | None) -> float | None:
     """Predicted TTFT (the SLO's statistic: mean or percentile) at the pool's planned utilisation (the
-    candidate's is at its cap, i.e. the SLO)."""
+    candidate's is at its cap, i.e. the SLO): queue wait, service and transfer, and for a class's own aggregated
+    replica the wait for a free slot first (``queueing.admission_wait_s``)."""
     if c.ttft_ms is None or "service_s" not in c.extra:
         return c.ttft_ms
-    service = c.extra["service_s"]
-    wait = float(wait_s(min(utilization, c.utilization_cap), service, percentile))
+    service, rho = c.extra["service_s"], min(utilization, c.utilization_cap)
+    wait = float(wait_s(rho, service, percentile))
+    if "held_steps" in c.extra:
+        wait += float(admission_wait_s(c.extra["step_s"], c.batch, rho, c.extra["held_steps"], percentile))
     return s_to_ms(wait + service + c.extra["transfer_s"])
 
 

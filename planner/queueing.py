@@ -9,7 +9,9 @@ allows ``T`` seconds of TTFT, of which ``S`` are service and ``t`` transfer, may
 capped at ``UTILIZATION_CAP``. A decode replica of batch ``b`` is a queue of ``b`` slots: a request
 handed over when all are busy waits for one, between its first and second token, so the wait lands in its
 TPOT. Decode-side pools run at most at ``DECODE_UTILIZATION``, and below it where step + slot wait per token
-would exceed the TPOT SLO (``max_slot_utilization``; the M/D/c model is ``slot_wait_factor``'s).
+would exceed the TPOT SLO (``max_slot_utilization``; the M/D/c model is ``slot_wait_factor``'s). A class's own
+aggregated replica admits a request when a slot frees, so there the slot wait lands in TTFT, before the prompt's
+own queue (``admission_wait_s``, ``max_admitted_utilization``).
 
 A TTFT SLO stated as a percentile ``p`` uses the waiting time's tail instead of its mean. For M/G/1 the
 Cramér–Lundberg asymptotic ``P(W > t) ≈ C·e^{−θt}`` holds, with ``θ > 0`` the root of ``λ(E[e^{θS}] − 1) = θ``
@@ -189,3 +191,31 @@ def max_slot_utilization(step_s, slo_s, batch, hold, percentile=None):
             lo, hi = np.where(ok, mid, lo), np.where(ok, hi, mid)
         out[todo] = lo
     return out
+
+
+def admission_wait_s(step_s, batch, utilization, held_steps, percentile=None):
+    """An aggregated replica's wait for a free slot before a request's prefill starts (s): the M/D/c queue of
+    ``slot_wait_factor`` with ``c = b`` slots, each held ``n = held_steps`` steps of ``τ = step_s`` (its prompt's
+    chunks and its answer), busy ``ρ`` of the time: ``n·τ·slot_wait_factor(b, ρ, n, p)``, the queue's wait plus the
+    part of a step until the next admission. It lands in TTFT, before the prompt's own queue and service."""
+    n = np.asarray(held_steps, dtype=float)
+    return n * np.asarray(step_s, dtype=float) * slot_wait_factor(batch, utilization, n, percentile)
+
+
+def max_admitted_utilization(slo_s, service_s, step_s, batch, held_steps, percentile=None):
+    """Largest ρ (at most ``max_utilization_at``'s, the prompt queue's alone) with prompt wait + ``admission_wait_s``
+    + ``S`` within the TTFT SLO ``T`` (s), over arrays of batches: that cap where it holds there, else bisection (both
+    waits grow with ρ; 25 halvings, the lower end kept), 0 where none does."""
+    top = np.asarray(max_utilization_at(slo_s, service_s, 0.0, percentile), dtype=float)
+
+    def meets(rho):
+        return (wait_s(rho, service_s, percentile) + admission_wait_s(step_s, batch, rho, held_steps, percentile)
+                + service_s <= slo_s)
+
+    out = np.where(meets(top) & (top > 0), top, 0.0)
+    lo, hi = np.zeros(top.shape), top.copy()
+    for _ in range(25):
+        mid = (lo + hi) / 2.0
+        ok = meets(mid)
+        lo, hi = np.where(ok, mid, lo), np.where(ok, hi, mid)
+    return np.where(out > 0, out, lo)

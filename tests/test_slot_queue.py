@@ -12,7 +12,9 @@ import pytest
 
 from planner.queueing import (
     DECODE_UTILIZATION,
+    admission_wait_s,
     erlang_c,
+    max_admitted_utilization,
     max_slot_utilization,
     slot_holding,
     slot_wait_factor,
@@ -132,3 +134,18 @@ def test_the_cap_is_where_the_replay_meets_the_slo():
     assert tau + slot_replay(8, cap, n, 20_000) <= 1.10 * 1.02
     assert tau + slot_replay(8, min(1.2 * cap, 0.97), n, 20_000) > 1.10
     assert math.isfinite(cap)
+
+
+def test_an_aggregated_request_waits_for_a_slot_as_one_md1_server_does_plus_half_a_step():
+    """One slot held 10 steps of 10 ms (D = 0.1 s) at ρ = 0.5: M/D/1's ρD/(2(1−ρ)) = 0.05 s, plus 5 ms to the next
+    admission; nothing at all when the replica is idle but that half step."""
+    assert admission_wait_s(0.01, 1, 0.5, 10) == pytest.approx(0.055)
+    assert admission_wait_s(0.01, 1, 0.0, 10) == pytest.approx(0.005)
+
+
+def test_the_admitted_utilisation_keeps_slot_and_prompt_waits_within_the_ttft():
+    """T = 0.3 s, S = 0.1 s, one slot held 10 steps of 10 ms: ρ·0.1/(2(1−ρ)) + 0.1ρ/(2(1−ρ)) + 0.005 + 0.1 ≤ 0.3 gives
+    ρ/(1−ρ) ≤ 1.95, ρ = 1.95/2.95 = 0.66102 (the prompt queue alone would allow 0.8); no utilisation when S alone
+    exceeds T."""
+    assert max_admitted_utilization(0.3, np.array([0.1]), np.array([0.01]), np.array([1.0]), 10) == pytest.approx([1.95 / 2.95], abs=1e-6)
+    assert max_admitted_utilization(0.3, np.array([0.4]), np.array([0.01]), np.array([1.0]), 10) == pytest.approx([0.0])

@@ -16,7 +16,7 @@ import math
 import numpy as np
 
 from planner.perf.model import chunked_prefill_tokens_per_step, paged_kv_tokens
-from planner.queueing import max_utilization_at, wait_s
+from planner.queueing import admission_wait_s, max_admitted_utilization, max_utilization_at, wait_s
 from planner.schema import Pool, RequestClass
 from planner.strategies.base import (
     REL_TOL,
@@ -111,6 +111,13 @@ def steps(costs, model, s, n, batch, rc: RequestClass, chunk_budget: int, ep: in
     return step, tpot, service, q / ep
 
 
+def ttft_s(utilization, service_s, step_s, batch, rc: RequestClass):
+    """TTFT of a class's own aggregated replica at ``utilization`` (s): the wait for a free slot
+    (``admission_wait_s``, each request holding one ``osl`` steps), the prompt's queue and its chunked service ``S``."""
+    return (wait_s(utilization, service_s, rc.slo.percentile) + service_s
+            + admission_wait_s(step_s, batch, utilization, rc.output_tokens, rc.slo.percentile))
+
+
 def layout_fits(model, costs, s, n: int, ep: int, batch, rc: RequestClass, rank_tokens, chunk_budget: int, pp: int = 1):
     """The weights (in ``ep`` expert groups), ``batch`` sequences' paged KV in whole requests per group (split over
     ``pp`` stages), and each rank's mean prefill tokens within its chunk budget (arrays over the batches)."""
@@ -123,14 +130,14 @@ def layout_fits(model, costs, s, n: int, ep: int, batch, rc: RequestClass, rank_
 
 def best_layout(ctx: Pricing, rc: RequestClass, s, n: int, pp: int = 1):
     """The expert groups and batch of an ``n``-device replica (in ``pp`` stages) with the most usable capacity
-    ``ρ · b / (τ · osl)`` (the fewest groups of equals), TPOT within the SLO, TTFT's queue within its:
-    ``(ep, i, figures)`` or None."""
+    ``ρ · b / (τ · osl)`` (the fewest groups of equals), TPOT within the SLO, TTFT's queues (a free slot, then the
+    prompt's own, ``max_admitted_utilization``) within its: ``(ep, i, figures)`` or None."""
     model, costs, options = ctx.model, ctx.costs, ctx.options
     b = np.asarray(options.batches, dtype=float)
     found = None
     for ep in expert_groups(model, s, n, pp):
         step, tpot, service, rank_tokens = steps(costs, model, s, n, b, rc, options.chunk_tokens, ep, pp)
-        rho = max_utilization_at(ms_to_s(rc.slo.ttft_ms), service, 0.0, rc.slo.percentile)
+        rho = max_admitted_utilization(ms_to_s(rc.slo.ttft_ms), service, step, b, rc.output_tokens, rc.slo.percentile)
         fits = layout_fits(model, costs, s, n, ep, b, rc, rank_tokens, options.chunk_tokens, pp)
         capacity = b / (step * rc.output_tokens)
         i = best(fits & (tpot <= ms_to_s(rc.slo.tpot_ms)) & (rho > 0), rho * capacity)
@@ -149,7 +156,7 @@ def price(unit: str, ctx: Pricing, rc: RequestClass) -> list[Candidate]:
             if layout is None:
                 continue
             ep, i, (step, tpot, service, rho, fits, capacity) = layout
-            ttft = wait_s(rho[i], service[i], rc.slo.percentile) + service[i]
+            ttft = ttft_s(rho[i], service[i], step[i], b[i], rc)
             if i + 1 < len(b) and fits[i + 1]:
                 limited = "slo.tpot_ms" if tpot[i + 1] > ms_to_s(rc.slo.tpot_ms) else "slo.ttft_ms"
             else:
@@ -158,7 +165,8 @@ def price(unit: str, ctx: Pricing, rc: RequestClass) -> list[Candidate]:
                 class_name=rc.name, strategy=NAME, role="aggregated", device=s.id, tp=tp, pp=pp, batch=int(b[i]),
                 **money([(s, n)]), capacity_rps=float(capacity[i]), utilization_cap=float(rho[i]),
                 ttft_ms=s_to_ms(float(ttft)), tpot_ms=s_to_ms(float(tpot[i])),
-                limited_by=limited, extra={"service_s": float(service[i]), "transfer_s": 0.0}, ep=ep,
+                limited_by=limited, ep=ep,
+                extra={"service_s": float(service[i]), "transfer_s": 0.0, "step_s": float(step[i]), "held_steps": rc.output_tokens},
             ))
     return out
 
@@ -278,7 +286,7 @@ def recheck(pool: Pool, rc: RequestClass, check: Checking) -> Recheck:
     if refused:
         return refused
     step, tpot, service, q = (float(x[0]) for x in steps(costs, model, s, n, [b], rc, check.options.chunk_tokens, ep, pp))
-    ttft = float(wait_s(min(pool.utilization, pool.utilization_cap), service, rc.slo.percentile)) + service
+    ttft = float(ttft_s(min(pool.utilization, pool.utilization_cap), service, step, b, rc))
     latency_ok = (within(tpot, rc.slo.tpot_ms) and close(s_to_ms(tpot), pool.tpot_ms)
                   and within(ttft, rc.slo.ttft_ms) and close(s_to_ms(ttft), pool.ttft_ms))
     fits = bool(layout_fits(model, costs, s, n, ep, [b], rc, q, check.options.chunk_tokens, pp)[0])

@@ -24,7 +24,7 @@ from planner.schema import (
 )
 from planner.solvers.base import SolveResult, Termination, check_outcome
 from planner.perf.model import EXTRAPOLATION_WIDENING
-from planner.queueing import admission_wait_s, wait_s
+from planner.queueing import admitted_ttft_s, wait_s
 from planner.units import WATTS_PER_KW, s_to_ms
 
 def plan_status(result: SolveResult) -> PlanStatus:
@@ -134,7 +134,7 @@ def shared_pool(c: Candidate, n: int, loads: dict[tuple[str, str], float], pue: 
         replicas=n * c.partner_share, devices=n * c.devices, devices_by_type={k: n * v for k, v in c.devices_by_type.items()},
         power_kw=n * pue * c.power_w / WATTS_PER_KW, cost_usd_per_hour=n * c.cost_usd_per_hour, capex_usd=n * c.capex_usd,
         utilization=total / n, utilization_cap=c.utilization_cap, capacity_rps=capacity, served_rps=served,
-        ttft_ms=_ttft_at(c, served * c.extra["service_s"] / n if c.role == "aggregated" else total / n, percentile),
+        ttft_ms=_ttft_at(c, served * c.extra["service_s"] / n if c.role == "aggregated" else total / n, percentile, total / n),
         tpot_ms=s_to_ms(step) if c.role != "prefill" else None, **_slot_waits_ms(c, s_to_ms(step), total / n),
         limited_by=c.limited_by, serves=serves, dtype=c.dtype, ep=c.ep, pp=c.pp,
         partner_device=c.partner_device, partner_tp=c.partner_tp, partner_role=c.partner_role,
@@ -157,17 +157,18 @@ def banded(pools: list[Pool], confidence: list[DeviceConfidence], costs) -> list
                                  "tpot_ms_range": span(p.tpot_ms, p.device, "tpot")}) for p in pools]
 
 
-def _ttft_at(c: Candidate, utilization: float, percentile: float | None) -> float | None:
+def _ttft_at(c: Candidate, utilization: float, percentile: float | None, slots: float | None = None) -> float | None:
     """Predicted TTFT (the SLO's statistic: mean or percentile) at the pool's planned utilisation (the
-    candidate's is at its cap, i.e. the SLO): queue wait, service and transfer, and for a class's own aggregated
-    replica the wait for a free slot first (``queueing.admission_wait_s``)."""
+    candidate's is at its cap, i.e. the SLO): queue wait, service and transfer; an aggregated replica waits for a
+    free slot first (``queueing.admitted_ttft_s``), at its slots' occupancy ``slots`` (default: ``utilization``)."""
     if c.ttft_ms is None or "service_s" not in c.extra:
         return c.ttft_ms
     service, rho = c.extra["service_s"], min(utilization, c.utilization_cap)
-    wait = float(wait_s(rho, service, percentile))
     if "held_steps" in c.extra:
-        wait += float(admission_wait_s(c.extra["step_s"], c.batch, rho, c.extra["held_steps"], percentile))
-    return s_to_ms(wait + service + c.extra["transfer_s"])
+        occupied = rho if slots is None else min(slots, c.utilization_cap)
+        return s_to_ms(float(admitted_ttft_s(rho, occupied, service, c.extra["step_s"], c.batch, c.extra["held_steps"],
+                                             percentile)) + c.extra["transfer_s"])
+    return s_to_ms(float(wait_s(rho, service, percentile)) + service + c.extra["transfer_s"])
 
 
 def _slot_waits_ms(c: Candidate, step_ms: float | None, utilization: float) -> dict:

@@ -159,8 +159,9 @@ def slot_wait_factor(batch, occupancy, held_steps, percentile=None):
         scale = 1.0 / (2.0 * c * (1.0 - rho))
         if percentile is None:
             k = 1.0 + np.where(rho > 0, (1.0 - rho) * (c - 1.0) * (np.sqrt(4.0 + 5.0 * c) - 2.0) / (16.0 * rho * c), 0.0)
-            return k * waits * scale + 0.5 / n
-        return np.maximum(np.log(np.maximum(waits, 1e-300) / (1.0 - percentile / 100.0)), 0.0) * scale + 1.0 / n
+            return np.where(rho < 1, k * waits * scale + 0.5 / n, np.inf)  # a full queue waits without end
+        return np.where(rho < 1, np.maximum(np.log(np.maximum(waits, 1e-300) / (1.0 - percentile / 100.0)), 0.0) * scale
+                        + 1.0 / n, np.inf)
 
 
 def slot_wait_s(step_s, batch, utilization, hold, percentile=None):
@@ -195,11 +196,18 @@ def max_slot_utilization(step_s, slo_s, batch, hold, percentile=None):
 
 def admission_wait_s(step_s, batch, utilization, held_steps, percentile=None):
     """An aggregated replica's wait for a free slot before a request's prefill starts (s): the M/D/c queue of
-    ``slot_wait_factor`` with ``c = b`` slots, each held ``n = held_steps`` steps of ``τ = step_s`` (its prompt's
-    chunks and its answer), busy ``ρ`` of the time: ``n·τ·slot_wait_factor(b, ρ, n, p)``, the queue's wait plus the
+    ``slot_wait_factor`` with ``c = b`` slots, each held ``n = held_steps`` steps of ``τ = step_s`` (``osl``, as the
+    replica's capacity ``b / (τ·osl)`` counts them), busy ``ρ`` of the time: ``n·τ·slot_wait_factor(b, ρ, n, p)``, the queue's wait plus the
     part of a step until the next admission. It lands in TTFT, before the prompt's own queue and service."""
     n = np.asarray(held_steps, dtype=float)
     return n * np.asarray(step_s, dtype=float) * slot_wait_factor(batch, utilization, n, percentile)
+
+
+def admitted_ttft_s(prompt_utilization, slot_utilization, service_s, step_s, batch, held_steps, percentile=None):
+    """TTFT of an aggregated replica (s): the wait for a free slot at its slots' occupancy (``admission_wait_s``), then
+    the prompt's M/D/1 queue at its prompt server's utilisation and its chunked service ``S``."""
+    return (admission_wait_s(step_s, batch, slot_utilization, held_steps, percentile)
+            + wait_s(prompt_utilization, service_s, percentile) + service_s)
 
 
 def max_admitted_utilization(slo_s, service_s, step_s, batch, held_steps, percentile=None):
@@ -209,8 +217,7 @@ def max_admitted_utilization(slo_s, service_s, step_s, batch, held_steps, percen
     top = np.asarray(max_utilization_at(slo_s, service_s, 0.0, percentile), dtype=float)
 
     def meets(rho):
-        return (wait_s(rho, service_s, percentile) + admission_wait_s(step_s, batch, rho, held_steps, percentile)
-                + service_s <= slo_s)
+        return admitted_ttft_s(rho, rho, service_s, step_s, batch, held_steps, percentile) <= slo_s
 
     out = np.where(meets(top) & (top > 0), top, 0.0)
     lo, hi = np.zeros(top.shape), top.copy()

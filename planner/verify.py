@@ -82,6 +82,10 @@ def verify_plan(plan: Plan, catalog: Catalog, options: CandidateOptions = Candid
         utilization = pool.served_rps / pool.capacity_rps if pool.capacity_rps > 0 else float("inf")
         demand_ok &= check(utilization <= cap + REL_TOL, utilization - cap,
                            f"{pool.class_name}/{pool.role} on {pool.device}: utilisation {utilization:.3f} above its cap {cap:.3f}")
+        # the utilisation the re-checks price the queues at is the one its traffic gives
+        demand_ok &= check(abs(utilization - pool.utilization) <= REL_TOL * max(1.0, utilization), utilization - pool.utilization,
+                           f"{pool.class_name}/{pool.role} on {pool.device}: utilisation {pool.utilization:.3f} reported, "
+                           f"{utilization:.3f} served")
     for result in plan.classes:
         if plan.goodput_scale > 0:
             total = sum(result.strategy_shares.values())

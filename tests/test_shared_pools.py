@@ -205,7 +205,8 @@ def test_verify_recomputes_a_prefill_pools_nic_limit(catalog, shared):
     assert not any(name.startswith("slo.ttft_ms") for name in plan.binding_constraints)
     pools = list(plan.pools)
     for i in prefill:
-        pools[i] = pools[i].model_copy(update={"capacity_rps": 1.2 * pools[i].capacity_rps})
+        pools[i] = pools[i].model_copy(update={"capacity_rps": 1.2 * pools[i].capacity_rps,  # and its utilisation with it
+                                               "utilization": pools[i].utilization / 1.2})
     result = verify_plan(plan.model_copy(update={"pools": tuple(pools)}), catalog)
     assert {k for k, ok in result.checks.items() if not ok} == {"latency_recomputed"}, result.messages
 

@@ -145,3 +145,10 @@ def test_a_share_within_an_engines_tolerance_is_none_and_one_beyond_it_is_owed(c
     edited = spec_plan.model_copy(update={"workload": workload,
                                           "classes": (chat.model_copy(update={"strategy_shares": shares}),)})
     assert _failed(edited, catalog) == failed
+
+
+def test_a_pool_reporting_less_utilisation_than_its_traffic_gives_fails_the_demand(catalog, spec_plan):
+    """The queues are priced at the reported utilisation: one below what served / capacity gives would hide waits."""
+    pool = next(p for p in spec_plan.pools if p.role == "prefill")
+    edited = _edit(spec_plan, "prefill", utilization=pool.utilization / 2)
+    assert "demand" in _failed(edited, catalog)

@@ -171,7 +171,7 @@ def add_shared(b: ModelBuilder, candidates: list[Candidate], n: list[int]) -> de
     """(10) shared replicas: x_{c,k} ≥ 0 replica-equivalents of shared candidate c carrying class k, with
 
         share     Σ_k x_{c,k} ≤ n_c
-        tier      Σ_k x_{c,k} (1 − T_c / τ_{c,k}) ≤ 0          (the mix's step within the tier's TPOT T_c)
+        tier      Σ_k x_{c,k} (1 − T_c / τ_{c,k}) ≤ 0          (the mix's step within the candidate's bound T_c: its tier's TPOT less the slot wait)
         network   Σ_k x_{c,k} · slots_{c,k} / net_{c,k} ≤ n_c   (the KV hand-offs within its NICs)
         prompts   Σ_k x_{c,k} · slots_{c,k} / pr_{c,k} ≤ n_c    (an aggregated replica's chunked prefill: every
                                                                prompt at the tier's longest service S = 1 / pr)

@@ -2,7 +2,8 @@
 
 Task: one node (prefill + decode work) on unit ``aggregated``. Pricing: in steady state a step over ``b``
 sequences carries ``b · isl·(1−hit)/osl`` prefill tokens on average (the mean TPOT and the throughput); a new
-prompt's chunks ride on ``⌈new / chunk⌉`` steps (its service time, queued M/D/1 for TTFT). A percentile SLO
+prompt's chunks ride on ``⌈new / chunk⌉`` steps (its service time, queued M/D/1 for TTFT, after the wait for a free
+slot of the replica's ``b``: ``queueing.admitted_ttft_s``). A percentile SLO
 sees the steps that carry a chunk: ``tail_tpot_s``. A MoE replica may run ``ep`` expert groups (data-parallel
 attention, ``expert_groups``): each attention rank holds ``b / ep`` sequences and its own scheduler's chunk
 budget, so a rank carries ``q / ep`` prefill tokens a step on average and at most one budget. With
@@ -16,7 +17,7 @@ import math
 import numpy as np
 
 from planner.perf.model import chunked_prefill_tokens_per_step, paged_kv_tokens
-from planner.queueing import admission_wait_s, max_admitted_utilization, max_utilization_at, wait_s
+from planner.queueing import admitted_ttft_s, max_admitted_utilization
 from planner.schema import Pool, RequestClass
 from planner.strategies.base import (
     REL_TOL,
@@ -114,8 +115,7 @@ def steps(costs, model, s, n, batch, rc: RequestClass, chunk_budget: int, ep: in
 def ttft_s(utilization, service_s, step_s, batch, rc: RequestClass):
     """TTFT of a class's own aggregated replica at ``utilization`` (s): the wait for a free slot
     (``admission_wait_s``, each request holding one ``osl`` steps), the prompt's queue and its chunked service ``S``."""
-    return (wait_s(utilization, service_s, rc.slo.percentile) + service_s
-            + admission_wait_s(step_s, batch, utilization, rc.output_tokens, rc.slo.percentile))
+    return admitted_ttft_s(utilization, utilization, service_s, step_s, batch, rc.output_tokens, rc.slo.percentile)
 
 
 def layout_fits(model, costs, s, n: int, ep: int, batch, rc: RequestClass, rank_tokens, chunk_budget: int, pp: int = 1):
@@ -250,11 +250,13 @@ def shared_at(ctx: Pricing, members: list[RequestClass], s, tp: int, pp: int = 1
     b, n = np.asarray(options.batches, dtype=float), tp * pp
     tier, ttft_slo_ms = members[0], min(rc.slo.ttft_ms for rc in members)
     osl = np.array([[rc.output_tokens] for rc in members], dtype=float)
+    held = max(rc.output_tokens for rc in members)
     found: dict[int, tuple] = {}
     for ep in expert_groups(model, s, n, pp):
         tau, service, q = shared_steps(costs, model, s, n, b, members, options.chunk_tokens, ep, pp)
         fits = np.all([layout_fits(model, costs, s, n, ep, b, rc, q, options.chunk_tokens, pp) for rc in members], axis=0)
-        rho = max_utilization_at(ms_to_s(ttft_slo_ms), service, 0.0, None)
+        # slots: held at most the longest answer's steps of the slowest member's step (slot_holding's bound)
+        rho = max_admitted_utilization(ms_to_s(ttft_slo_ms), service, tau.max(axis=0), b, held, None)
         slots = b / (tau * osl)
         usable = rho * np.minimum(slots, 1.0 / service)
         for k in range(len(members)):
@@ -268,8 +270,9 @@ def shared_at(ctx: Pricing, members: list[RequestClass], s, tp: int, pp: int = 1
         out.append(Candidate(
             class_name=tier.name, strategy=NAME, role="aggregated", device=s.id, tp=tp, pp=pp, batch=int(b[i]),
             **money([(s, n)]), capacity_rps=mix[0].capacity_rps, utilization_cap=float(rho[i]),
-            ttft_ms=s_to_ms(float(wait_s(rho[i], service[i], None) + service[i])), tpot_ms=tier.slo.tpot_ms,
-            limited_by="slo.tpot_ms", extra={"service_s": float(service[i]), "transfer_s": 0.0}, mix=mix, ep=ep,
+            ttft_ms=s_to_ms(float(admitted_ttft_s(rho[i], rho[i], service[i], tau[:, i].max(), b[i], held))),
+            tpot_ms=tier.slo.tpot_ms, limited_by="slo.tpot_ms", mix=mix, ep=ep,
+            extra={"service_s": float(service[i]), "transfer_s": 0.0, "step_s": float(tau[:, i].max()), "held_steps": held},
         ))
     return out
 
@@ -315,7 +318,9 @@ def recheck_shared(pool: Pool, check: Checking) -> Recheck:
     tpot = total / sum(y / float(t) for y, t in zip(used, tau)) if total > 0 else float(tau[0])  # idle: its tier's step
     served = sum(pool.serves.values())
     prompts = served * float(service) / pool.replicas
-    ttft = float(wait_s(min(prompts, pool.utilization_cap), float(service), None)) + float(service)
+    slots = min(total / pool.replicas, pool.utilization_cap)
+    ttft = float(admitted_ttft_s(min(prompts, pool.utilization_cap), slots, float(service), float(tau.max()), pool.batch,
+                                 max(rc.output_tokens for rc in members)))
     latency_ok = (close(s_to_ms(tpot), pool.tpot_ms) and close(total / pool.replicas, pool.utilization)
                   and prompts <= pool.utilization_cap * (1 + REL_TOL) and within(ttft, min(rc.slo.ttft_ms for rc in members))
                   and close(s_to_ms(ttft), pool.ttft_ms) and all(rc.slo.percentile is None for rc in members))

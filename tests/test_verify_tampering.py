@@ -152,3 +152,11 @@ def test_a_pool_reporting_less_utilisation_than_its_traffic_gives_fails_the_dema
     pool = next(p for p in spec_plan.pools if p.role == "prefill")
     edited = _edit(spec_plan, "prefill", utilization=pool.utilization / 2)
     assert "demand" in _failed(edited, catalog)
+
+
+def test_a_cost_budget_the_plan_spends_exactly_passes_and_one_a_tenth_short_fails_the_cost(catalog, spec_plan):
+    paid = spec_plan.totals.cost_usd_per_hour
+    for budget, failed in ((paid, set()), (0.9 * paid, {"cost"})):
+        cons = spec_plan.workload.constraints.model_copy(update={"cost_budget_usd_per_hour": budget})
+        edited = spec_plan.model_copy(update={"workload": spec_plan.workload.model_copy(update={"constraints": cons})})
+        assert _failed(edited, catalog) == failed, budget

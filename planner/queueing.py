@@ -215,14 +215,15 @@ def max_admitted_utilization(slo_s, service_s, step_s, batch, held_steps, percen
     + ``S`` within the TTFT SLO ``T`` (s), over arrays of batches: that cap where it holds there, else bisection (both
     waits grow with ρ; 25 halvings, the lower end kept), 0 where none does."""
     top = np.asarray(max_utilization_at(slo_s, service_s, 0.0, percentile), dtype=float)
-
-    def meets(rho):
-        return admitted_ttft_s(rho, rho, service_s, step_s, batch, held_steps, percentile) <= slo_s
-
-    out = np.where(meets(top) & (top > 0), top, 0.0)
-    lo, hi = np.zeros(top.shape), top.copy()
-    for _ in range(25):
-        mid = (lo + hi) / 2.0
-        ok = meets(mid)
-        lo, hi = np.where(ok, mid, lo), np.where(ok, hi, mid)
-    return np.where(out > 0, out, lo)
+    top, slo, service, step, b = np.broadcast_arrays(top, *(np.asarray(x, dtype=float) for x in (slo_s, service_s, step_s, batch)))
+    meets = admitted_ttft_s(top, top, service, step, b, held_steps, percentile) <= slo
+    out = np.where(meets & (top > 0), top, 0.0)
+    todo = (out == 0.0) & (top > 0)
+    if todo.any():  # bisect only where the prompt queue's cap is too much
+        lo, hi = np.zeros(int(todo.sum())), top[todo].copy()
+        for _ in range(25):
+            mid = (lo + hi) / 2.0
+            ok = admitted_ttft_s(mid, mid, service[todo], step[todo], b[todo], held_steps, percentile) <= slo[todo]
+            lo, hi = np.where(ok, mid, lo), np.where(ok, hi, mid)
+        out[todo] = lo
+    return out

@@ -75,11 +75,15 @@ def test_engine_errors_of_the_child_are_raised_here(tiny):
     assert get_backend("pulp").solve(model, SolveOptions(time_limit_s=120)).termination is Termination.OPTIMAL  # still serves
 
 
-def test_a_child_that_crashes_answers_an_error_result_and_is_replaced(tiny):
+def _tiny_model(tiny):
     from planner.milp.build import BuildOptions, build_model
 
     wl, units, cands = tiny
-    model = build_model(wl, units, cands, BuildOptions(objective="max_goodput"))
+    return build_model(wl, units, cands, BuildOptions(objective="max_goodput"))
+
+
+def test_a_child_that_crashes_answers_an_error_result_and_is_replaced(tiny):
+    model = _tiny_model(tiny)
     backend = IsolatedBackend("crashing", "tests.solvers.crashing:CrashingBackend")
     first = backend.solve(model, SolveOptions())
     assert first.termination is Termination.ERROR and first.x is None
@@ -90,16 +94,11 @@ def test_a_child_that_crashes_answers_an_error_result_and_is_replaced(tiny):
 
 
 def test_a_child_that_exits_without_answering_says_its_exit_status(tiny):
-    from planner.milp.build import BuildOptions, build_model
-
-    wl, units, cands = tiny
-    model = build_model(wl, units, cands, BuildOptions(objective="max_goodput"))
     backend = IsolatedBackend("exiting", "tests.solvers.crashing:ExitingBackend")
-    result = backend.solve(model, SolveOptions())
+    result = backend.solve(_tiny_model(tiny), SolveOptions())
     assert result.termination is Termination.ERROR and result.x is None
     assert result.message == "the solver process exited with 0"  # no signal killed it
     backend._pool.close()
-
 
 
 def test_a_child_imports_the_parents_planner_from_any_directory(tmp_path, monkeypatch):

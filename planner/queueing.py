@@ -24,6 +24,8 @@ M/D/1 distribution (Crommelin 1932) it is exact from ρ ≈ 0.5 up, within ±5 %
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 #: no pool is planned above this utilisation.
@@ -174,24 +176,41 @@ def slot_wait_s(step_s, batch, utilization, hold, percentile=None):
     return kappa * np.asarray(step_s, dtype=float) * slot_wait_factor(batch, f * np.asarray(utilization, dtype=float), n, percentile)
 
 
+#: utilisation caps under a slot queue are found on this many evenly spaced utilisations from 0 to the pool's top.
+CAP_GRID_POINTS = 8193
+#: the admission cap is searched on every this many grid points first (CAP_GRID_POINTS − 1 is a multiple of it).
+_STRIDE = 128
+
+
+@functools.lru_cache(maxsize=1024)  # 8193 floats each: at most 67 MB
+def _factor_table(batch: float, occupancy_per_utilization: float, held_steps: float, percentile, top: float) -> np.ndarray:
+    """``slot_wait_factor(b, f·ρ_j, n, p)`` at the grid's utilisations ``ρ_j`` (``CAP_GRID_POINTS`` from 0 to
+    ``top``), made non-decreasing by a running maximum (a table value is never below the factor it stands for)."""
+    grid = np.linspace(0.0, top, CAP_GRID_POINTS)
+    return np.maximum.accumulate(slot_wait_factor(batch, occupancy_per_utilization * grid, held_steps, percentile))
+
+
 def max_slot_utilization(step_s, slo_s, batch, hold, percentile=None):
     """Largest ρ ≤ ``DECODE_UTILIZATION`` with ``τ + slot_wait_s(τ, b, ρ) ≤ T`` (the TPOT SLO ``T``, s), over arrays of
-    candidates: ``DECODE_UTILIZATION`` where it holds there, else bisection (the wait grows with ρ; 25 halvings, the
-    lower end kept, so the SLO holds at the cap), 0 where no utilisation meets it."""
+    candidates, to the cap grid's step (``DECODE_UTILIZATION / (CAP_GRID_POINTS − 1)`` ≈ 1.1e-4, rounded down, so the
+    SLO holds at the cap); 0 where no utilisation meets it. The wait is ``κ·τ·G(ρ)`` with ``G`` (``slot_wait_factor``)
+    growing with ρ and the same for every candidate of a batch and holding, so ``G`` is tabulated once per
+    ``(b, n, p)`` and each candidate's cap is the last grid utilisation with ``G ≤ (T − τ)/(κ·τ)``."""
     step, slo, b = np.broadcast_arrays(*(np.asarray(x, dtype=float) for x in (step_s, slo_s, batch)))
     slack = slo - step
-    full = np.full(step.shape, DECODE_UTILIZATION)
-    out = np.where(slot_wait_s(step, b, full, hold, percentile) <= slack, full, 0.0)
-    todo = (out == 0.0) & (slack > 0)
-    if todo.any():
-        tau, room, c = step[todo], slack[todo], b[todo]
-        lo, hi = np.zeros(tau.shape), np.full(tau.shape, DECODE_UTILIZATION)
-        for _ in range(25):
-            mid = (lo + hi) / 2.0
-            ok = slot_wait_s(tau, c, mid, hold, percentile) <= room
-            lo, hi = np.where(ok, mid, lo), np.where(ok, hi, mid)
-        out[todo] = lo
-    return out
+    kappa, f, n = hold
+    if n <= 0 or kappa <= 0:  # no second token waits for a slot
+        return np.where(slack >= 0, DECODE_UTILIZATION, 0.0)
+    grid = np.linspace(0.0, DECODE_UTILIZATION, CAP_GRID_POINTS)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        room = slack / (kappa * step) * (1.0 - 1e-12)  # the margin covers the rounding of κ·τ·G against T − τ
+    out = np.zeros(step.shape)
+    values, which = np.unique(b, return_inverse=True)
+    for u, value in enumerate(values):
+        at = which.reshape(b.shape) == u
+        j = np.searchsorted(_factor_table(float(value), f, n, percentile, DECODE_UTILIZATION), room[at], side="right") - 1
+        out[at] = np.where(j >= 0, grid[np.maximum(j, 0)], 0.0)
+    return np.where(slack > 0, out, 0.0)
 
 
 def admission_wait_s(step_s, batch, utilization, held_steps, percentile=None):
@@ -212,18 +231,30 @@ def admitted_ttft_s(prompt_utilization, slot_utilization, service_s, step_s, bat
 
 def max_admitted_utilization(slo_s, service_s, step_s, batch, held_steps, percentile=None):
     """Largest ρ (at most ``max_utilization_at``'s, the prompt queue's alone) with prompt wait + ``admission_wait_s``
-    + ``S`` within the TTFT SLO ``T`` (s), over arrays of batches: that cap where it holds there, else bisection (both
-    waits grow with ρ; 25 halvings, the lower end kept), 0 where none does."""
+    + ``S`` within the TTFT SLO ``T`` (s), over arrays of batches: that cap where it holds there, else the last
+    utilisation of the cap grid (``CAP_GRID_POINTS`` from 0 to ``UTILIZATION_CAP``) where it does (both waits grow
+    with ρ), found on every ``_STRIDE``-th grid point and then within the stride that holds it, the slot factor
+    tabulated per batch (``_factor_table``) and the prompt wait computed; 0 where none does."""
     top = np.asarray(max_utilization_at(slo_s, service_s, 0.0, percentile), dtype=float)
     top, slo, service, step, b = np.broadcast_arrays(top, *(np.asarray(x, dtype=float) for x in (slo_s, service_s, step_s, batch)))
     meets = admitted_ttft_s(top, top, service, step, b, held_steps, percentile) <= slo
     out = np.where(meets & (top > 0), top, 0.0)
     todo = (out == 0.0) & (top > 0)
-    if todo.any():  # bisect only where the prompt queue's cap is too much
-        lo, hi = np.zeros(int(todo.sum())), top[todo].copy()
-        for _ in range(25):
-            mid = (lo + hi) / 2.0
-            ok = admitted_ttft_s(mid, mid, service[todo], step[todo], b[todo], held_steps, percentile) <= slo[todo]
-            lo, hi = np.where(ok, mid, lo), np.where(ok, hi, mid)
-        out[todo] = lo
+    if not todo.any():
+        return out
+    grid = np.linspace(0.0, UTILIZATION_CAP, CAP_GRID_POINTS)
+    slo, service, step, b, top = (x[todo][:, None] for x in (slo, service, step, b, top))
+    tables = [_factor_table(float(v), 1.0, float(held_steps), percentile, UTILIZATION_CAP) for v in b[:, 0]]
+    held = float(held_steps) * step
+    below_top = np.searchsorted(grid, top, side="right")  # the grid points up to the prompt queue's cap
+
+    def meeting(index):  # index: per batch, grid indices in increasing order; how many of them meet the SLO
+        factor = np.array([table[row] for table, row in zip(tables, index)])
+        ttft = held * factor + wait_s(grid[index], service, percentile) + service
+        return ((ttft <= slo) & (index < below_top)).sum(axis=1)
+
+    coarse = meeting(np.broadcast_to(np.arange(0, CAP_GRID_POINTS, _STRIDE), (len(tables), (CAP_GRID_POINTS - 1) // _STRIDE + 1)))
+    start = np.minimum(np.maximum(coarse - 1, 0) * _STRIDE, CAP_GRID_POINTS - _STRIDE)[:, None]
+    last = start[:, 0] + meeting(start + np.arange(_STRIDE)) - 1
+    out[todo] = np.where(coarse > 0, grid[np.maximum(last, 0)], 0.0)
     return out

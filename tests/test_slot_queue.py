@@ -11,8 +11,11 @@ import numpy as np
 import pytest
 
 from planner.queueing import (
+    CAP_GRID_POINTS,
     DECODE_UTILIZATION,
+    UTILIZATION_CAP,
     admission_wait_s,
+    admitted_ttft_s,
     erlang_c,
     max_admitted_utilization,
     max_slot_utilization,
@@ -84,9 +87,10 @@ def test_the_cap_at_a_hand_case():
     ρ_s/(2(1 − ρ_s)) ≤ 0.55 ⇔ ρ_s ≤ 1.1/2.1, so ρ ≤ 1.1/2.1 · 11/10 = 0.5761905."""
     hold = slot_holding([11], 11)
     cap = max_slot_utilization(0.010, 0.016, 1, hold)
-    resolution = DECODE_UTILIZATION / 2**25  # the bisection's
+    resolution = DECODE_UTILIZATION / (CAP_GRID_POINTS - 1)  # the cap grid's step
     assert 1.1 / 2.1 * 1.1 - resolution <= cap <= 1.1 / 2.1 * 1.1
-    assert 0.010 + slot_wait_s(0.010, 1, cap, hold) <= 0.016  # the lower end of the bisection: the SLO holds
+    assert 0.010 + slot_wait_s(0.010, 1, cap, hold) <= 0.016  # rounded down to the grid: the SLO holds
+    assert 0.010 + slot_wait_s(0.010, 1, cap + resolution, hold) > 0.016  # and one grid step up it does not
     caps = max_slot_utilization([0.010, 0.010, 0.016, 0.020], [0.016, 1.0, 0.016, 0.016], [1, 1, 1, 1], hold)
     assert caps == pytest.approx([1.1 / 2.1 * 1.1, DECODE_UTILIZATION, 0.0, 0.0], abs=resolution)
 
@@ -146,6 +150,9 @@ def test_an_aggregated_request_waits_for_a_slot_as_one_md1_server_does_plus_half
 def test_the_admitted_utilisation_keeps_slot_and_prompt_waits_within_the_ttft():
     """T = 0.3 s, S = 0.1 s, one slot held 10 steps of 10 ms: ρ·0.1/(2(1−ρ)) + 0.1ρ/(2(1−ρ)) + 0.005 + 0.1 ≤ 0.3 gives
     ρ/(1−ρ) ≤ 1.95, ρ = 1.95/2.95 = 0.66102 (the prompt queue alone would allow 0.8); no utilisation when S alone
-    exceeds T."""
-    assert max_admitted_utilization(0.3, np.array([0.1]), np.array([0.01]), np.array([1.0]), 10) == pytest.approx([1.95 / 2.95], abs=1e-6)
+    exceeds T. The cap is the last point of the cap grid where the SLO holds."""
+    resolution = UTILIZATION_CAP / (CAP_GRID_POINTS - 1)
+    (cap,) = max_admitted_utilization(0.3, np.array([0.1]), np.array([0.01]), np.array([1.0]), 10)
+    assert 1.95 / 2.95 - resolution <= cap <= 1.95 / 2.95
+    assert admitted_ttft_s(cap, cap, 0.1, 0.01, 1, 10) <= 0.3 < admitted_ttft_s(cap + resolution, cap + resolution, 0.1, 0.01, 1, 10)
     assert max_admitted_utilization(0.3, np.array([0.4]), np.array([0.01]), np.array([1.0]), 10) == pytest.approx([0.0])

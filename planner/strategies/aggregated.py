@@ -98,17 +98,16 @@ def steps(costs, model, s, n, batch, rc: RequestClass, chunk_budget: int, ep: in
     chunk = float(min(chunk_budget, new))
     q = chunked_prefill_tokens_per_step(b, rc.input_tokens, rc.output_tokens, rc.prefix_cache_hit)
 
-    def step_with(tokens_per_rank):
-        return costs.decode(model, s, n, b, c, prefill_tokens=ep * np.asarray(tokens_per_rank, dtype=float), ep=ep,
-                            prefill_context_tokens=prompt, pp=pp).total_s.reshape(-1)
-
     held = carrying_tokens(chunk_budget, new, q / ep)
-    plain = costs.decode(model, s, n, b, c, ep=ep, pp=pp).total_s.reshape(-1)
-    step = mean_step_s(step_with(held), plain, q / ep, held)
-    service = math.ceil(new / chunk) * step_with(chunk)
+    # one pass over the three steps (carrying a step's share, none, one chunk): the rows of the stacked prefill tokens
+    tokens = ep * np.stack(np.broadcast_arrays(held, 0.0, chunk))
+    carrying, plain, chunked = costs.decode(model, s, n, b, c, prefill_tokens=tokens, ep=ep, prefill_context_tokens=prompt,
+                                            pp=pp).total_s.reshape(3, -1)
+    step = mean_step_s(carrying, plain, q / ep, held)
+    service = math.ceil(new / chunk) * chunked
     tpot = step
     if rc.slo.percentile:
-        tpot = tail_tpot_s(step, step_with(held), plain, q / ep / held, rc.slo.percentile)
+        tpot = tail_tpot_s(step, carrying, plain, q / ep / held, rc.slo.percentile)
     return step, tpot, service, q / ep
 
 

@@ -159,6 +159,7 @@ def price(unit: str, ctx: Pricing, rc: RequestClass) -> list[Candidate]:
     remote = draft_servers(ctx, rc)
     out = []
     bills: dict = {}
+    queue = slot_queue([rc])
     for v in ctx.silicon:
         for n in v.device_counts(model.weights_bytes, options.max_tp):
             g = rounds(ctx, rc, v, n, remote)
@@ -170,7 +171,7 @@ def price(unit: str, ctx: Pricing, rc: RequestClass) -> list[Candidate]:
                 row, i, capacity, rho, limited = choice
                 out.append(_candidate(rc.name, v, n, int(b[i]), layout, int(g.ks[row]), g.per_round[row],
                                       costs.spec_round_s(layout[3][i], int(g.ks[row]), g.verify[row, i], trips[row, i]),
-                                      bills, slot_queue([rc]), capacity_rps=layout[2] * capacity, utilization_cap=rho,
+                                      bills, queue, capacity_rps=layout[2] * capacity, utilization_cap=rho,
                                       tpot_ms=s_to_ms(float(rows[row, i])), limited_by=limited))
     return out
 
@@ -209,7 +210,7 @@ def price_shared(ctx: Pricing) -> list[Candidate]:
     b = np.asarray(options.batches, dtype=float)
     out, bills = {}, {}
     for members in tiers:
-        tier = members[0]
+        tier, queue = members[0], slot_queue(members)
         for v in (v for v in ctx.silicon if not v.kv_spill):
             for n in v.device_counts(model.weights_bytes, options.max_tp):
                 grid = [rounds(ctx, rc, v, n, remote[rc.name]) for rc in members]
@@ -228,7 +229,7 @@ def price_shared(ctx: Pricing) -> list[Candidate]:
                         mix = tuple(ClassLoad(o.name, float(shares[layout_index, 0, 0] * b[i] / (g.tpot[pick] * o.output_tokens)),
                                               float(g.tpot[pick]), shares[layout_index, 0, 0] * network_rps(ctx, o, v, n)) for o, g in zip(members, grid))
                         c = _candidate(tier.name, v, n, int(b[i]), layout, int(grid[m].ks[row]), grid[m].per_round[row],
-                                       round_s_of(ctx, grid[m], layout_index, row, i), bills, slot_queue(members),
+                                       round_s_of(ctx, grid[m], layout_index, row, i), bills, queue,
                                        capacity_rps=mix[0].capacity_rps, utilization_cap=cap, tpot_ms=s_to_ms(most),
                                        limited_by="slo.tpot_ms", mix=mix)
                         out.setdefault(c.key, c)

@@ -85,7 +85,7 @@ def _silicon(workload: Workload, catalog: Catalog, costs: CostModel) -> tuple[li
     return out, notes
 
 
-def prune_dominated(candidates: list[Candidate], workload: Workload) -> list[Candidate]:
+def prune_dominated(candidates: list[Candidate], workload: Workload, across_types: bool = False) -> list[Candidate]:
     """Drop a candidate when whole copies of another of the same pool unit do at least as well on every count
     the MILP sees.
 
@@ -97,7 +97,8 @@ def prune_dominated(candidates: list[Candidate], workload: Workload) -> list[Can
     replicas then keeps every constraint and never worsens the objective, so B is never needed (q = 1 is the
     usual dominance; q > 1 prunes a big group, e.g. many targets sharing one draft server, that small ones
     beat). A must also use only device types B uses, so every single-device-type fleet keeps its own best
-    candidates (the homogeneous baselines are solved over subsets of this list). Exact ties keep the smaller
+    candidates (the homogeneous baselines are solved over subsets of this list), unless ``across_types`` (a solve
+    that no such subset follows: decompose.py's class MILPs). Exact ties keep the smaller
     key. The relation is transitive (q's multiply) and has no cycles, so every pruned candidate has a kept
     dominator, and a candidate is pruned exactly when any other dominates it.
     """
@@ -108,11 +109,11 @@ def prune_dominated(candidates: list[Candidate], workload: Workload) -> list[Can
         for c in candidates:
             groups.setdefault((c.device, c.tp, c.pp), []).append(c)
         if len(groups) > 1:
-            candidates = [c for group in groups.values() for c in _undominated(group, workload)]
-    return _undominated(candidates, workload)
+            candidates = [c for group in groups.values() for c in _undominated(group, workload, across_types)]
+    return _undominated(candidates, workload, across_types)
 
 
-def _undominated(candidates: list[Candidate], workload: Workload) -> list[Candidate]:
+def _undominated(candidates: list[Candidate], workload: Workload, across_types: bool = False) -> list[Candidate]:
     """The candidates no other one of the list dominates (``prune_dominated``'s relation)."""
     cons = workload.constraints
     priced = workload.objective in ("min_cost", "fixed_footprint") or cons.cost_budget_usd_per_hour is not None
@@ -124,14 +125,15 @@ def _undominated(candidates: list[Candidate], workload: Workload) -> list[Candid
     keys = [c.key for c in candidates]
     rank = np.empty(len(candidates), dtype=int)
     rank[sorted(range(len(candidates)), key=keys.__getitem__)] = np.arange(len(candidates))
-    uses = _type_bits(candidates)
+    uses = None if across_types else _type_bits(candidates)
     dominated = np.zeros(len(candidates), dtype=bool)
     for start in range(0, len(candidates), PRUNE_BLOCK):  # B (rows) against every A (columns)
         rows = np.arange(start, min(start + PRUNE_BLOCK, len(candidates)))
         q = np.ceil(capacity[rows, None] / capacity[None, :] * (1 - 1e-12))
         scaled = q[:, :, None] * costs[None, :, :]
-        no_worse = (np.all((uses[None, :, :] & ~uses[rows, None, :]) == 0, axis=2)  # A's types ⊆ B's
-                    & np.all(scaled <= costs[rows, None, :], axis=2))
+        no_worse = np.all(scaled <= costs[rows, None, :], axis=2)
+        if not across_types:
+            no_worse &= np.all((uses[None, :, :] & ~uses[rows, None, :]) == 0, axis=2)  # A's types ⊆ B's
         strictly = (q * capacity[None, :] > capacity[rows, None] * (1 + 1e-12)) | np.any(scaled < costs[rows, None, :], axis=2)
         beats = no_worse & (strictly | (rank[None, :] < rank[rows, None]))
         beats[np.arange(len(rows)), rows] = False

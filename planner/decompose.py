@@ -27,18 +27,22 @@ search has ``SHARE`` of the time limit; when it stops short of the requested gap
 
 from __future__ import annotations
 
+import contextvars
 import time
 from collections import defaultdict
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
+from functools import partial
 
 import numpy as np
 
-from planner.candidates import Candidate
+from planner.candidates import Candidate, prune_dominated
 from planner.milp.build import BuildOptions, build_model, completed_point
 from planner.milp.model import IlpModel
 from planner.milp.rounding import relaxed, rounded_solution
 from planner.schema import Workload
 from planner.solvers.base import SolveOptions, SolveResult, Termination, check_outcome, get_backend
+from planner.solvers.isolated import IsolatedBackend
 from planner.units import WATTS_PER_KW
 
 #: relative gap each class's MILP is solved to first, at most (its proven bound is what the search relies on), and
@@ -56,6 +60,11 @@ CLASS_TIME_SHARE = 0.1
 SOLVER_TOLERANCE = 1e-7
 #: most bisection steps (each solves every class once); 60 halvings reach any float's precision
 MAX_STEPS = 60
+#: class MILPs a probe solves at once when its backend solves in child processes (PuLP's), on threads that wait
+#: without the GIL: two solve at once on two cores. The next class is solved alongside the one whose bound may stop the
+#: probe, and unused if it does, so the answer is the one-at-a-time search's. OR-Tools holds the GIL while it solves
+#: in this process: one at a time there.
+WORKERS = 2
 
 
 def decomposable(workload: Workload, relative_gap: float) -> bool:
@@ -120,22 +129,35 @@ def solve(workload: Workload, units: dict, candidates: list[Candidate], solver: 
         floors = {name: max((s.bound for low, _, s in known[name] if low <= scale), default=0.0) for name in todo}
         if budget is not None:
             todo.sort(key=lambda name: -floors[name])  # stable: the class order breaks ties
-        for i, name in enumerate(todo):
-            if budget is not None and (sum(s.bound for s in out.values()) + sum(floors[k] for k in todo[i:])
-                                       > budget * (1 + 1e-9)):
-                out.update({k: over_budget(floors[k]) for k in todo[i:]})
-                return out
+
+        def proven_over(i: int) -> bool:  # the bounds so far and the floors of todo[i:] exceed the budget
+            return budget is not None and (sum(s.bound for s in out.values()) + sum(floors[k] for k in todo[i:])
+                                           > budget * (1 + 1e-9))
+
+        def left_unsolved(i: int) -> dict[str, ClassSolve]:
+            out.update({k: over_budget(floors[k]) for k in todo[i:]})
+            return out
+
+        workers = WORKERS if isinstance(backend, IsolatedBackend) else 1
+        for first in range(0, len(todo), workers):
+            if proven_over(first):
+                return left_unsolved(first)
             limit = min(deadline - time.perf_counter(), CLASS_TIME_SHARE * options.time_limit_s)
             if limit <= 0:
                 return None
-            rc_units, cands = by_class[name]
-            out[name] = _class_solve(workload, name, scale, rc_units, cands, backend,
-                                     replace(options, relative_gap=gap, hint=None, time_limit_s=limit))
-            if out[name] is None:
-                return None
-            if out[name].counts is not None:
-                rc = next(rc for rc in workload.classes if rc.name == name)
-                known[name].append((scale, _class_scale(rc, rc_units, cands, out[name].counts), out[name]))
+            wave = todo[first:first + workers]
+            limits = replace(options, relative_gap=gap, hint=None, time_limit_s=limit)
+            solves = _concurrently([partial(_class_solve, workload, name, scale, *by_class[name], backend, limits)
+                                    for name in wave])
+            for i, (name, solved) in enumerate(zip(wave, solves), first):
+                if i > first and proven_over(i):  # solved alongside the class that settled the probe: unused
+                    return left_unsolved(i)
+                if solved is None:
+                    return None
+                out[name] = solved
+                if solved.counts is not None:
+                    rc = next(rc for rc in workload.classes if rc.name == name)
+                    known[name].append((scale, _class_scale(rc, *by_class[name], solved.counts), solved))
         return out
 
     if workload.objective != "max_goodput":
@@ -147,6 +169,16 @@ def solve(workload: Workload, units: dict, candidates: list[Candidate], solver: 
         return Decomposed((model,), (_result(model, workload, by_class, solved, 1.0, None, start),), 1)
     return _max_goodput(workload, units, candidates, by_class, at, backend,
                         replace(options, time_limit_s=max(deadline - time.perf_counter(), 1e-3)), start)
+
+
+def _concurrently(calls: list) -> list:
+    """The results of ``calls`` (no arguments each), on threads when there are several (``WORKERS``), each in a copy
+    of the caller's context (its cancel token)."""
+    if len(calls) == 1:
+        return [calls[0]()]
+    with ThreadPoolExecutor(max_workers=len(calls)) as pool:
+        futures = [pool.submit(contextvars.copy_context().run, call) for call in calls]
+        return [f.result() for f in futures]
 
 
 def _power_kw(workload: Workload, by_class: dict, solved: dict[str, ClassSolve]) -> float:
@@ -205,11 +237,17 @@ def _straddles(solved: dict[str, ClassSolve], budget: float) -> bool:
 
 
 def _split(workload: Workload, units: dict, candidates: list[Candidate]) -> dict[str, tuple[dict, list[Candidate]]]:
-    """Per class: its pool units and its candidates."""
-    cands = defaultdict(list)
+    """Per class: its pool units and its candidates less those that whole copies of another of the same pool unit, of
+    any device type, beat (``prune_dominated(across_types=True)``): a class's MILP has only its demand rows, the power
+    row and its objective, so swapping each such replica for its copies keeps every row and never worsens the
+    optimum. Without the homogeneous baselines' need to keep each type's own best, that leaves about one candidate
+    in eight of mixed-agents.yaml's, and its class solves take a fraction of the time."""
+    cands: dict = defaultdict(lambda: defaultdict(list))
     for c in candidates:
-        cands[c.class_name].append(c)
-    return {rc.name: ({key: u for key, u in units.items() if key[0] == rc.name}, cands[rc.name]) for rc in workload.classes}
+        cands[c.class_name][(c.route, c.role)].append(c)
+    return {rc.name: ({key: u for key, u in units.items() if key[0] == rc.name},
+                      [c for group in cands[rc.name].values() for c in prune_dominated(group, workload, across_types=True)])
+            for rc in workload.classes}
 
 
 def _class_solve(workload: Workload, name: str, scale: float, units: dict, cands: list[Candidate], backend,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -11,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from planner import decompose
+from planner.candidates import prune_dominated
 from planner.milp.build import BuildOptions, build_model
 from planner.optimize import PlanOptions, better, fleet_figures, plan_workload, solve_candidates
 from planner.schema import Workload
@@ -189,3 +191,70 @@ def test_a_probe_the_first_classes_prove_over_budget_solves_no_more_of_them(monk
     split = decompose.solve(wl, units, cands, "ortools", SolveOptions(time_limit_s=30, relative_gap=1e-5))
     assert -split.results[0].objective == pytest.approx(-full(wl, units, cands, "max_goodput"), rel=1e-9)
     assert (split.probes, len(solves)) == (17, 21)
+
+
+def test_a_class_milp_leaves_out_what_copies_of_another_type_beat():
+    """Decode on A (1 req/s, 1 kW) or B (3 req/s, 4 kW): three A serve what one B does for 3 kW, so the class MILPs
+    leave B out (the homogeneous baselines keep it: it is B's own best), and the search still finds the full MILP's
+    answer, with prefill on C (4 req/s, 1 kW) for both classes under 10 kW."""
+    cands = [candidate("chat", "decode", "a", 1.0, 1000.0), candidate("chat", "decode", "b", 3.0, 4000.0),
+             candidate("chat", "prefill", "c", 4.0, 1000.0)]
+    for k in ("code",):
+        cands += [candidate(k, "decode", "a", 1.0, 1000.0), candidate(k, "prefill", "c", 4.0, 1000.0)]
+    wl, units = workload({"chat": 1.0, "code": 1.0}, 10.0), units_for(["chat", "code"])
+    assert [c.device for c in prune_dominated(cands[:2], wl)] == ["a", "b"]
+    assert [c.device for c in prune_dominated(cands[:2], wl, across_types=True)] == ["a"]
+    split = decompose._split(wl, units, cands)
+    assert sorted(c.device for c in split["chat"][1]) == ["a", "c"]
+    solved = decompose.solve(wl, units, cands, "ortools", SolveOptions(time_limit_s=30, relative_gap=1e-6))
+    # by hand: each class at λ needs ⌈λ⌉ A and ⌈λ/4⌉ C; 2·(4 + 1) = 10 kW serve λ = 4, and λ > 4 needs 12 kW
+    assert -solved.results[0].objective == pytest.approx(4.0) == pytest.approx(-full(wl, units, cands, "max_goodput"))
+
+
+def test_pulp_solves_two_classes_at_once_with_the_one_at_a_time_answer(monkeypatch):
+    """PuLP solves in child processes, so a probe solves two classes at once (the first two meet at a barrier, which
+    breaks unless both run together), the second unused when the first settles the probe: the seed-29 case ends with
+    the same probes, fleet and bound as when each class is solved in turn."""
+    rng = np.random.default_rng(29)
+    classes = {f"k{i}": float(rng.uniform(0.5, 3)) for i in range(3)}
+    cands = [candidate(k, role, f"{role[0]}{j}", float(rng.uniform(0.5, 8)), float(rng.uniform(200, 3000)))
+             for k in classes for role in ("prefill", "decode") for j in range(3)]
+    wl, units = workload(classes, float(rng.uniform(4, 12))), units_for(classes)
+    together, lock, class_solve = threading.Barrier(2, timeout=20), threading.Lock(), decompose._class_solve
+
+    def meeting(*args):
+        with lock:
+            meeting.calls += 1
+            first_two = meeting.calls <= 2
+        if first_two:
+            together.wait()  # BrokenBarrierError after 20 s alone
+        return class_solve(*args)
+
+    def counted(*args):  # the search measures each class solve it keeps (and each fleet of a probe within budget)
+        counted.calls += 1
+        return class_scale(*args)
+
+    meeting.calls = counted.calls = 0
+    class_scale = decompose._class_scale
+    monkeypatch.setattr(decompose, "_class_scale", counted)
+    monkeypatch.setattr(decompose, "_class_solve", meeting)
+    options = SolveOptions(time_limit_s=60, relative_gap=1e-5)
+    two, kept = decompose.solve(wl, units, cands, "pulp", options), counted.calls
+    monkeypatch.setattr(decompose, "WORKERS", 1)
+    monkeypatch.setattr(decompose, "_class_solve", class_solve)
+    counted.calls = 0
+    one = decompose.solve(wl, units, cands, "pulp", options)
+    assert meeting.calls > 21 and not together.broken  # more solves ran than the 21 one at a time ...
+    assert kept == counted.calls  # ... but the search kept the same ones
+    assert two.probes == one.probes == 17
+    assert np.array_equal(two.results[-1].x, one.results[-1].x)
+    assert two.results[0].bound == one.results[0].bound
+
+
+def test_classes_solved_at_once_obey_the_callers_cancel_token():
+    """Each thread runs in a copy of the caller's context, so a cancel reaches the class solves it runs."""
+    from planner.solvers.cancel import CancelToken, cancellable, current_token
+
+    with cancellable(CancelToken()) as token:
+        assert decompose._concurrently([current_token, current_token, lambda: 7]) == [token, token, 7]
+    assert decompose._concurrently([current_token]) == [None]

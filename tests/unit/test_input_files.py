@@ -99,3 +99,21 @@ def test_excerpt_cuts_long_values():
     assert excerpt("short") == "'short'"
     long = excerpt("x" * 50_000)
     assert len(long) < MAX_ECHO_CHARS + 40 and long.endswith("(49,802 more characters)")
+
+
+def test_the_shipped_catalog_parses_alike_trusted_and_bounded_and_untrusted_files_stay_bounded(tmp_path):
+    """The catalog's own files go through libyaml (``trusted``) to the same documents, duplicate keys still refused
+    with their line; a copy of them elsewhere (a user's catalog) is read bounded, so the alias bomb is refused there."""
+    import glob
+
+    from planner import catalog as catalog_module
+    from planner.catalog import DEFAULT_CATALOG_DIR
+
+    for path in sorted(glob.glob(str(DEFAULT_CATALOG_DIR / "**" / "*.yaml"), recursive=True)):
+        assert read_document(path, trusted=True) == read_document(path)
+    with pytest.raises(InputFileError, match=r"input.yaml: .* at line 2, column 1: duplicate key 'a'"):
+        parse_yaml("a: 1\na: 2\n", "input.yaml", trusted=True)
+    bomb = tmp_path / "hardware.yaml"
+    bomb.write_text(ALIAS_BOMB)
+    with pytest.raises(catalog_module.CatalogError, match="aliases expand"):
+        catalog_module._read_yaml(bomb)

@@ -187,7 +187,9 @@ def _factor_table(batch: float, occupancy_per_utilization: float, held_steps: fl
     """``slot_wait_factor(b, f·ρ_j, n, p)`` at the grid's utilisations ``ρ_j`` (``CAP_GRID_POINTS`` from 0 to
     ``top``), made non-decreasing by a running maximum (a table value is never below the factor it stands for)."""
     grid = np.linspace(0.0, top, CAP_GRID_POINTS)
-    return np.maximum.accumulate(slot_wait_factor(batch, occupancy_per_utilization * grid, held_steps, percentile))
+    table = np.maximum.accumulate(slot_wait_factor(batch, occupancy_per_utilization * grid, held_steps, percentile))
+    table.setflags(write=False)  # shared by every caller through the cache
+    return table
 
 
 def max_slot_utilization(step_s, slo_s, batch, hold, percentile=None):
@@ -229,12 +231,13 @@ def admitted_ttft_s(prompt_utilization, slot_utilization, service_s, step_s, bat
             + wait_s(prompt_utilization, service_s, percentile) + service_s)
 
 
-def max_admitted_utilization(slo_s, service_s, step_s, batch, held_steps, percentile=None):
+def max_admitted_utilization(slo_s, service_s, step_s, batch, held_steps: int, percentile=None):
     """Largest ρ (at most ``max_utilization_at``'s, the prompt queue's alone) with prompt wait + ``admission_wait_s``
-    + ``S`` within the TTFT SLO ``T`` (s), over arrays of batches: that cap where it holds there, else the last
-    utilisation of the cap grid (``CAP_GRID_POINTS`` from 0 to ``UTILIZATION_CAP``) where it does (both waits grow
-    with ρ), found on every ``_STRIDE``-th grid point and then within the stride that holds it, the slot factor
-    tabulated per batch (``_factor_table``) and the prompt wait computed; 0 where none does."""
+    + ``S`` within the TTFT SLO ``T`` (s), over arrays of batches (one holding ``n = held_steps`` for all): that cap
+    where it holds there, else the end of the first run of cap-grid utilisations (``CAP_GRID_POINTS`` from 0 to
+    ``UTILIZATION_CAP``) where it holds (both waits grow with ρ), found on every ``_STRIDE``-th grid point and then
+    within the stride that ends it, the slot factor tabulated per batch (``_factor_table``) and the prompt wait
+    computed; 0 where none does."""
     top = np.asarray(max_utilization_at(slo_s, service_s, 0.0, percentile), dtype=float)
     top, slo, service, step, b = np.broadcast_arrays(top, *(np.asarray(x, dtype=float) for x in (slo_s, service_s, step_s, batch)))
     meets = admitted_ttft_s(top, top, service, step, b, held_steps, percentile) <= slo
@@ -248,10 +251,10 @@ def max_admitted_utilization(slo_s, service_s, step_s, batch, held_steps, percen
     held = float(held_steps) * step
     below_top = np.searchsorted(grid, top, side="right")  # the grid points up to the prompt queue's cap
 
-    def meeting(index):  # index: per batch, grid indices in increasing order; how many of them meet the SLO
+    def meeting(index):  # index: per batch, grid indices in increasing order; how many of them meet the SLO in a row
         factor = np.array([table[row] for table, row in zip(tables, index)])
         ttft = held * factor + wait_s(grid[index], service, percentile) + service
-        return ((ttft <= slo) & (index < below_top)).sum(axis=1)
+        return np.cumprod((ttft <= slo) & (index < below_top), axis=1).sum(axis=1)
 
     coarse = meeting(np.broadcast_to(np.arange(0, CAP_GRID_POINTS, _STRIDE), (len(tables), (CAP_GRID_POINTS - 1) // _STRIDE + 1)))
     start = np.minimum(np.maximum(coarse - 1, 0) * _STRIDE, CAP_GRID_POINTS - _STRIDE)[:, None]

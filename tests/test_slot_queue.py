@@ -156,3 +156,17 @@ def test_the_admitted_utilisation_keeps_slot_and_prompt_waits_within_the_ttft():
     assert 1.95 / 2.95 - resolution <= cap <= 1.95 / 2.95
     assert admitted_ttft_s(cap, cap, 0.1, 0.01, 1, 10) <= 0.3 < admitted_ttft_s(cap + resolution, cap + resolution, 0.1, 0.01, 1, 10)
     assert max_admitted_utilization(0.3, np.array([0.4]), np.array([0.01]), np.array([1.0]), 10) == pytest.approx([0.0])
+
+
+def test_the_cached_slot_factor_table_is_read_only_and_what_it_stands_for():
+    """Every cap of a (batch, holding, statistic) reads one cached table: it must not be writable, and it is the
+    slot factor at the grid's utilisations (never below it)."""
+    from planner.queueing import _factor_table
+
+    table = _factor_table(8.0, 0.9, 9.0, None, DECODE_UTILIZATION)
+    assert not table.flags.writeable
+    with pytest.raises(ValueError):
+        table[0] = 0.0
+    grid = np.linspace(0.0, DECODE_UTILIZATION, CAP_GRID_POINTS)
+    assert np.all(table >= slot_wait_factor(8, 0.9 * grid, 9))
+    assert table[-1] == pytest.approx(float(slot_wait_factor(8, 0.9 * DECODE_UTILIZATION, 9)))

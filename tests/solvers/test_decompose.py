@@ -17,6 +17,7 @@ from planner.milp.build import BuildOptions, build_model
 from planner.optimize import PlanOptions, better, fleet_figures, plan_workload, solve_candidates
 from planner.schema import Workload
 from planner.solvers import SolveOptions, Termination, get_backend
+from planner.solvers.base import SolverFailed
 from tests.solvers.conftest import candidate, units_for, workload
 from tests.solvers.test_parity_and_brute_force import PROPERTY, brute_force_scale
 
@@ -213,14 +214,31 @@ def test_a_class_milp_leaves_out_what_copies_of_another_type_beat():
 
 def test_pulp_solves_two_classes_at_once_with_the_one_at_a_time_answer(monkeypatch):
     """PuLP solves in child processes, so a probe solves two classes at once (the first two meet at a barrier, which
-    breaks unless both run together), the second unused when the first settles the probe: the seed-29 case ends with
-    the same probes, fleet and bound as when each class is solved in turn."""
+    breaks unless both run together), the second unused when the first settles the probe, and so its failure too
+    (here every solve the one-at-a-time search does not run fails): the seed-29 case ends with the same probes, fleet
+    and bound, and keeps the same solves, as when each class is solved in turn."""
     rng = np.random.default_rng(29)
     classes = {f"k{i}": float(rng.uniform(0.5, 3)) for i in range(3)}
     cands = [candidate(k, role, f"{role[0]}{j}", float(rng.uniform(0.5, 8)), float(rng.uniform(200, 3000)))
              for k in classes for role in ("prefill", "decode") for j in range(3)]
     wl, units = workload(classes, float(rng.uniform(4, 12))), units_for(classes)
-    together, lock, class_solve = threading.Barrier(2, timeout=20), threading.Lock(), decompose._class_solve
+    class_solve, class_scale = decompose._class_solve, decompose._class_scale
+    options = SolveOptions(time_limit_s=60, relative_gap=1e-5)
+
+    def counted(*args):  # the search measures each class solve it keeps (and each fleet of a probe within budget)
+        counted.calls += 1
+        return class_scale(*args)
+
+    def recorded(*args):
+        solved.add((args[1], args[2]))
+        return class_solve(*args)
+
+    counted.calls, solved = 0, set()
+    monkeypatch.setattr(decompose, "_class_scale", counted)
+    monkeypatch.setattr(decompose, "WORKERS", 1)
+    monkeypatch.setattr(decompose, "_class_solve", recorded)
+    one, kept_one = decompose.solve(wl, units, cands, "pulp", options), counted.calls
+    together, lock = threading.Barrier(2, timeout=20), threading.Lock()
 
     def meeting(*args):
         with lock:
@@ -228,33 +246,43 @@ def test_pulp_solves_two_classes_at_once_with_the_one_at_a_time_answer(monkeypat
             first_two = meeting.calls <= 2
         if first_two:
             together.wait()  # BrokenBarrierError after 20 s alone
+        if (args[1], args[2]) not in solved:
+            raise SolverFailed("a solve the search leaves unused")
         return class_solve(*args)
 
-    def counted(*args):  # the search measures each class solve it keeps (and each fleet of a probe within budget)
-        counted.calls += 1
-        return class_scale(*args)
-
     meeting.calls = counted.calls = 0
-    class_scale = decompose._class_scale
-    monkeypatch.setattr(decompose, "_class_scale", counted)
+    monkeypatch.setattr(decompose, "WORKERS", 2)
     monkeypatch.setattr(decompose, "_class_solve", meeting)
-    options = SolveOptions(time_limit_s=60, relative_gap=1e-5)
-    two, kept = decompose.solve(wl, units, cands, "pulp", options), counted.calls
-    monkeypatch.setattr(decompose, "WORKERS", 1)
-    monkeypatch.setattr(decompose, "_class_solve", class_solve)
-    counted.calls = 0
-    one = decompose.solve(wl, units, cands, "pulp", options)
-    assert meeting.calls > 21 and not together.broken  # more solves ran than the 21 one at a time ...
-    assert kept == counted.calls  # ... but the search kept the same ones
+    two = decompose.solve(wl, units, cands, "pulp", options)
+    assert meeting.calls > len(solved) == 21 and not together.broken  # more solves ran than the 21 one at a time ...
+    assert counted.calls == kept_one  # ... but the search kept the same ones
     assert two.probes == one.probes == 17
     assert np.array_equal(two.results[-1].x, one.results[-1].x)
     assert two.results[0].bound == one.results[0].bound
 
 
-def test_classes_solved_at_once_obey_the_callers_cancel_token():
-    """Each thread runs in a copy of the caller's context, so a cancel reaches the class solves it runs."""
-    from planner.solvers.cancel import CancelToken, cancellable, current_token
+def test_classes_solved_at_once_stop_with_the_callers_token_and_fail_only_when_read():
+    """The threads solve under a token cancelled with the caller's (a thread waiting on it sees the cancel another
+    makes); a call's exception is raised only when its outcome is read."""
+    from planner.solvers.cancel import CancelToken, SolveCancelled, cancellable, current_token
 
-    with cancellable(CancelToken()) as token:
-        assert decompose._concurrently([current_token, current_token, lambda: 7]) == [token, token, 7]
-    assert decompose._concurrently([current_token]) == [None]
+    seen = []
+
+    def waits():
+        token = current_token()
+        seen.append(token is not None and token is not caller)  # a token of the threads' own
+        seen.append(token._cancelled.wait(20))
+        return "waited"
+
+    caller = CancelToken()
+    with pytest.raises(SolveCancelled), cancellable(caller):
+        decompose._concurrently([waits, caller.cancel])
+    assert seen == [True, True]
+
+    def boom():
+        raise ValueError("boom")
+
+    outcomes = decompose._concurrently([boom, lambda: 7])
+    assert outcomes[1]() == 7
+    with pytest.raises(ValueError, match="boom"):
+        outcomes[0]()

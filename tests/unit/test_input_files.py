@@ -117,3 +117,15 @@ def test_the_shipped_catalog_parses_alike_trusted_and_bounded_and_untrusted_file
     bomb.write_text(ALIAS_BOMB)
     with pytest.raises(catalog_module.CatalogError, match="aliases expand"):
         catalog_module._read_yaml(bomb)
+
+
+def test_the_catalog_reads_its_shipped_files_trusted(monkeypatch):
+    """``catalog._read_yaml`` asks for the trusted (libyaml) parse exactly for files under the shipped catalog."""
+    from planner import catalog as catalog_module
+    from planner.catalog import DEFAULT_CATALOG_DIR
+
+    asked = []
+    monkeypatch.setattr(catalog_module, "read_document", lambda path, trusted=False: asked.append(trusted) or {})
+    catalog_module._read_yaml(DEFAULT_CATALOG_DIR / "hardware" / "nvidia.yaml")
+    catalog_module._read_yaml(DEFAULT_CATALOG_DIR.parent / "examples" / "workloads" / "chat-70b.yaml")
+    assert asked == [True, False]

@@ -18,10 +18,11 @@ several classes) or excluded mixes, every row of the MILP (milp/build.py) but th
   by ``hi``. The fleet at ``lo`` is also the least power at λ* (second stage): no fleet serving λ_fleet uses less
   than ``F(probe)``, and this one uses exactly that.
 
-Each class's MILP is solved to a tenth of the requested gap (at most ``CLASS_GAP``); its bound (not its incumbent)
-decides infeasibility, so an unproven class solve can only stop the search, never make it claim too much. A probe
-solves its classes largest first and stops once their bounds, with the bounds the rest had at smaller scales
-(F_k is non-decreasing), exceed the budget: the probe is over it whatever the rest would need. The
+Each class's MILP, over its candidates less those copies of another of any type beat (``_split``), is solved to a
+tenth of the requested gap (at most ``CLASS_GAP``); its bound (not its incumbent) decides infeasibility, so an
+unproven class solve can only stop the search, never make it claim too much. A probe solves its classes largest
+first (``WORKERS`` at once in PuLP's child processes) and stops once their bounds, with the bounds the rest had at
+smaller scales (F_k is non-decreasing), exceed the budget: the probe is over it whatever the rest would need. The
 search has ``SHARE`` of the time limit; when it stops short of the requested gap, the full MILP gets the rest.
 """
 
@@ -276,8 +277,8 @@ def _split(workload: Workload, units: dict, candidates: list[Candidate]) -> dict
     """Per class: its pool units and its candidates less those that whole copies of another of the same pool unit, of
     any device type, beat (``prune_dominated(across_types=True)``): a class's MILP has only its split and demand rows,
     the power row, the minimum replicas per pool and its objective, so swapping each such replica for its copies (as
-    many at least) keeps every row and never worsens the optimum. Without the homogeneous baselines' need to keep each type's own best, that leaves about one candidate
-    in ten of mixed-agents.yaml's (22 to 34 of 269 to 302 per class)."""
+    many at least) keeps every row and never worsens the optimum. Without the homogeneous baselines' need to keep each
+    type's own best, that leaves about one candidate in ten of mixed-agents.yaml's (22 to 34 of 269 to 302 per class)."""
     cands: dict = defaultdict(lambda: defaultdict(list))
     for c in candidates:
         cands[c.class_name][(c.route, c.role)].append(c)

@@ -3,7 +3,8 @@
 Every limit is checked before the work it guards: a file's size and kind before it is read, UTF-8
 before parsing, and while YAML is composed, its nesting depth, its node count and the nodes its
 aliases would add once expanded (a few hundred bytes of nested aliases otherwise expand to
-billions of values). A refused file raises InputFileError: one line naming the file and where.
+billions of values). A refused file raises InputFileError: one line naming the file and where. The shipped catalog's
+own files, part of the code, are parsed by libyaml without the composing limits (``TrustedLoader``).
 """
 
 from __future__ import annotations

@@ -185,11 +185,14 @@ def shared_steps(costs, model, s, n, batch, members: list[RequestClass], chunk_b
     context = max(cached + new / 2.0 for new, cached in map(prompt_tokens, members))
     held = carrying_tokens(chunk_budget, max(prompt_tokens(rc)[0] for rc in members), q / ep)
 
-    def step(rc, tokens):
-        return costs.decode(model, s, n, b, mean_context(rc), prefill_tokens=tokens, ep=ep, pp=pp,
-                            prefill_context_tokens=context).total_s.reshape(-1)
+    tokens = ep * np.stack(np.broadcast_arrays(held, 0.0))  # one pass per member: a step carrying its share, and none
 
-    tau = np.array([mean_step_s(step(rc, ep * held), step(rc, 0.0), q / ep, held) for rc in members])
+    def mean_step(rc):
+        carrying, plain = costs.decode(model, s, n, b, mean_context(rc), prefill_tokens=tokens, ep=ep, pp=pp,
+                                       prefill_context_tokens=context).total_s.reshape(2, -1)
+        return mean_step_s(carrying, plain, q / ep, held)
+
+    tau = np.array([mean_step(rc) for rc in members])
     longest = max(mean_context(rc) for rc in members)
     service = np.max([math.ceil(new / min(chunk_budget, new)) * costs.decode(
         model, s, n, b, longest, prefill_tokens=ep * float(min(chunk_budget, new)), ep=ep, pp=pp,
